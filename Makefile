@@ -1,0 +1,37 @@
+# The two commands of the README: `make book` and `make test`. Each creates .venv and installs the
+# pinned environment when needed (again whenever requirements.txt or pyproject.toml changes).
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+MODE   ?= default
+JOBS   ?= 2
+
+.PHONY: install book test bench sync clean
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -r requirements.txt
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Execute every chapter with papermill (MODE=fast|default|paper) and build the site with -W.
+book: $(STAMP)
+	$(PY) tools/build_book.py --mode $(MODE) -j $(JOBS)
+	@echo "Site: $(CURDIR)/_build/stage/_build/html/index.html"
+
+## Unit and property tests, notebook checks, fast execution of every chapter, site build and browser checks.
+test: $(STAMP)
+	$(PY) -m pytest
+
+## Benchmarks: one line per figure, with its goal.
+bench: $(STAMP)
+	$(PY) bench/run.py
+
+## Re-pair every chapter's .ipynb after editing its .md (keeps cell ids stable).
+sync: $(STAMP)
+	for f in book/[0-9]*.md; do $(VENV)/bin/jupytext --sync "$$f"; done
+
+clean:
+	rm -rf _build .pytest_cache .hypothesis

@@ -1,0 +1,432 @@
+"""Token measures, their log-moment-generating functions, and the infinite-prompt attention limit.
+
+For a token law ``mu`` on R^D write ``M_mu(a) = E_mu[exp(a^T X)]`` and ``Lambda_mu = log M_mu``. Softmax
+attention over an infinite prompt is (paper-notes section 2, exponential-tilt form)
+
+    T_{U,V}[mu](z) = V grad Lambda_mu(U z) = V E_{mu^(Uz)}[X],     mu^(a)(dx) ∝ exp(a^T x) mu(dx),
+
+the value map applied to the mean of the exponentially tilted measure. :func:`attention_limit` computes
+this by automatic differentiation of ``log_mgf``; for a Gaussian ``mu = N(m, Gamma)`` the log-MGF is
+quadratic and the limit is the affine map of Lemma 2.1, ``V (m + Gamma U z)``
+(:func:`gaussian_attention_limit`, closed form).
+
+Every measure has ``dim`` (D), ``sample(n, generator=...)`` returning ``(n, D)`` and ``log_mgf(a)`` taking
+``(..., D)`` to ``(...)``. Measures without a finite MGF (heavy tails) return ``+inf`` for ``a != 0``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ._checks import (
+    as_tensor_arg,
+    check_generator,
+    check_matrix,
+    check_positive_int,
+    check_psd,
+    check_same_dtype_device,
+    check_same_leading,
+    check_weights,
+)
+
+__all__ = [
+    "TokenMeasure",
+    "GaussianMeasure",
+    "EmpiricalMeasure",
+    "RademacherMeasure",
+    "UniformMeasure",
+    "GaussianMixtureMeasure",
+    "StudentTMeasure",
+    "LogNormalMeasure",
+    "attention_limit",
+    "gaussian_attention_limit",
+]
+
+
+class TokenMeasure:
+    """Base class: a probability measure on R^D with a log-MGF and a sampler."""
+
+    dim: int
+    dtype: torch.dtype = torch.float64
+    device: torch.device = torch.device("cpu")
+    has_finite_mgf: bool = True
+
+    def sample(self, n: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Draw ``n`` i.i.d. tokens; returns a tensor of shape ``(n, D)``."""
+        raise NotImplementedError
+
+    def log_mgf(self, a: torch.Tensor) -> torch.Tensor:
+        """``Lambda_mu(a) = log E_mu[exp(a^T X)]`` for ``a`` of shape ``(..., D)``; returns ``(...)``."""
+        raise NotImplementedError
+
+    # -- derived quantities ------------------------------------------------------------------------
+    def _check_a(self, a) -> torch.Tensor:
+        a = as_tensor_arg("a", a, min_dim=1)
+        if a.shape[-1] != self.dim:
+            raise ValueError(f"a must have last dimension D = {self.dim}, got shape {tuple(a.shape)}")
+        return a
+
+    def tilted_mean(self, a: torch.Tensor) -> torch.Tensor:
+        """Mean of the tilted measure ``mu^(a)``, i.e. ``grad Lambda_mu(a)``, by autograd.
+
+        ``a``: ``(..., D)`` -> ``(..., D)``. Raises ``ValueError`` if the measure has no finite MGF.
+        """
+        a = self._check_a(a)
+        if not self.has_finite_mgf:
+            raise ValueError(
+                f"{type(self).__name__} has no finite moment generating function away from 0, so the "
+                "tilted mean (and the infinite-prompt attention limit) does not exist"
+            )
+        return torch.func.grad(lambda x: self.log_mgf(x).sum())(a)
+
+    def tilted_covariance(self, a: torch.Tensor) -> torch.Tensor:
+        """Covariance of the tilted measure ``mu^(a)``, the Hessian of ``Lambda_mu`` at ``a``.
+
+        ``a``: ``(..., D)`` -> ``(..., D, D)``.
+        """
+        a = self._check_a(a)
+        if not self.has_finite_mgf:
+            raise ValueError(f"{type(self).__name__} has no finite moment generating function away from 0")
+        flat = a.reshape(-1, self.dim)
+        hess = torch.func.vmap(torch.func.hessian(self.log_mgf))(flat)
+        return hess.reshape(*a.shape, self.dim)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(dim={self.dim})"
+
+
+def _sample_normal(n, dim, generator, dtype, device):
+    check_positive_int("n", n)
+    check_generator(generator)
+    return torch.randn(n, dim, generator=generator, dtype=dtype, device=device)
+
+
+class GaussianMeasure(TokenMeasure):
+    """The Gaussian ``N(mean, cov)`` on R^D; ``cov`` may be singular (e.g. regression tokens).
+
+    Parameters
+    ----------
+    mean : Tensor, shape (D,)
+    cov : Tensor, shape (D, D), symmetric positive semi-definite.
+
+    Raises
+    ------
+    TypeError if an argument is not a floating tensor; ValueError on wrong shapes, NaN/inf,
+    an asymmetric or non-PSD covariance.
+
+    Notes
+    -----
+    ``log_mgf(a) = a^T m + a^T cov a / 2``; the tilted measure ``mu^(a)`` is ``N(m + cov a, cov)``
+    (the completed square in the proof of Lemma 2.1), available as :meth:`tilt`.
+    """
+
+    def __init__(self, mean, cov):
+        mean = as_tensor_arg("mean", mean)
+        cov = as_tensor_arg("cov", cov)
+        if mean.dim() != 1:
+            raise ValueError(f"mean must be a vector of shape (D,), got shape {tuple(mean.shape)}")
+        D = mean.shape[0]
+        if cov.dim() != 2 or cov.shape != (D, D):
+            raise ValueError(f"cov must have shape (D, D) = ({D}, {D}) to match mean, got {tuple(cov.shape)}")
+        check_same_dtype_device({"mean": mean, "cov": cov})
+        check_psd("cov", cov)
+        self.mean, self.cov, self.dim = mean, cov, D
+        self.dtype, self.device = mean.dtype, mean.device
+        evals, evecs = torch.linalg.eigh(0.5 * (cov + cov.mT))
+        # Eigenvalues within rounding of zero (the tolerance of check_psd) are set to zero exactly, so
+        # samples of a singular Gaussian lie exactly in the range of cov.
+        tol = 1e3 * torch.finfo(cov.dtype).eps * max(float(cov.abs().amax()), 1.0)
+        evals = torch.where(evals > tol, evals, torch.zeros_like(evals))
+        self._factor = evecs * evals.sqrt()  # (D, D) with factor @ factor^T = cov
+
+    def sample(self, n, *, generator=None):
+        g = _sample_normal(n, self.dim, generator, self.dtype, self.device)
+        return self.mean + g @ self._factor.mT
+
+    def log_mgf(self, a):
+        return a @ self.mean + 0.5 * ((a @ self.cov) * a).sum(-1)
+
+    def tilt(self, a) -> "GaussianMeasure":
+        """The tilted measure ``mu^(a) = N(mean + cov a, cov)`` for one direction ``a`` of shape (D,)."""
+        a = self._check_a(a)
+        if a.dim() != 1:
+            raise ValueError(f"a must have shape (D,) = ({self.dim},), got {tuple(a.shape)}")
+        return GaussianMeasure(self.mean + self.cov @ a, self.cov)
+
+    def __repr__(self):
+        return f"GaussianMeasure(dim={self.dim}, rank={int(torch.linalg.matrix_rank(self.cov))})"
+
+
+class EmpiricalMeasure(TokenMeasure):
+    """The (weighted) empirical measure ``sum_i w_i delta_{z_i} / sum_i w_i`` of a prompt.
+
+    Parameters
+    ----------
+    atoms : Tensor, shape (L, D)
+    weights : Tensor, shape (L,), optional; non-negative, not all zero. Default: uniform.
+
+    Notes
+    -----
+    ``log_mgf(a) = logsumexp_i(a^T z_i + log w_i) - log sum_i w_i``; its gradient is the softmax-weighted
+    mean of the atoms, so :func:`attention_limit` of an empirical measure is exactly softmax attention.
+    """
+
+    def __init__(self, atoms, weights=None):
+        atoms = as_tensor_arg("atoms", atoms)
+        if atoms.dim() != 2:
+            raise ValueError(f"atoms must have shape (L, D), got {tuple(atoms.shape)}")
+        if atoms.shape[0] == 0:
+            raise ValueError(f"atoms must hold at least one token (L >= 1), got shape {tuple(atoms.shape)}")
+        if weights is None:
+            weights = torch.ones(atoms.shape[0], dtype=atoms.dtype, device=atoms.device)
+        else:
+            weights = as_tensor_arg("weights", weights)
+            check_weights(weights, (atoms.shape[0],))
+            check_same_dtype_device({"atoms": atoms, "weights": weights})
+        self.atoms, self.weights = atoms, weights
+        self.dim = atoms.shape[1]
+        self.dtype, self.device = atoms.dtype, atoms.device
+        self._log_p = torch.log(weights / weights.sum())
+
+    def sample(self, n, *, generator=None):
+        check_positive_int("n", n)
+        check_generator(generator)
+        idx = torch.multinomial(self._log_p.exp(), n, replacement=True, generator=generator)
+        return self.atoms[idx]
+
+    def log_mgf(self, a):
+        return torch.logsumexp(a @ self.atoms.mT + self._log_p, dim=-1)
+
+
+class RademacherMeasure(TokenMeasure):
+    """Independent uniform signs on {-1, +1}^D: centred, unit variance, 1-sub-Gaussian, not Gaussian.
+
+    ``log_mgf(a) = sum_j log cosh(a_j)``, so the infinite-prompt limit is ``V tanh(U z)`` (coordinate-wise
+    tanh): the paper's example that the linear limit is specific to Gaussian tokens.
+    """
+
+    def __init__(self, dim: int, *, dtype=torch.float64, device="cpu"):
+        check_positive_int("dim", dim)
+        self.dim, self.dtype, self.device = dim, dtype, torch.device(device)
+
+    def sample(self, n, *, generator=None):
+        check_positive_int("n", n)
+        check_generator(generator)
+        bits = torch.randint(0, 2, (n, self.dim), generator=generator, device=self.device)
+        return (2 * bits - 1).to(self.dtype)
+
+    def log_mgf(self, a):
+        # log cosh(a): direct where cosh cannot overflow (smooth at 0, so autograd Hessians are right),
+        # |a| - log 2 + log1p(exp(-2|a|)) beyond; each branch gets safe inputs (no NaN gradients).
+        big = a.abs() > 20
+        a_small = torch.where(big, torch.zeros_like(a), a)
+        a_big = torch.where(big, a.abs(), torch.full_like(a, 21.0))
+        direct = torch.log(torch.cosh(a_small))
+        tail = a_big - math.log(2.0) + torch.log1p(torch.exp(-2 * a_big))
+        return torch.where(big, tail, direct).sum(-1)
+
+
+class UniformMeasure(TokenMeasure):
+    """Independent coordinates uniform on [-h, h]; the default h = sqrt(3) gives unit variance.
+
+    ``log_mgf(a) = sum_j log(sinh(h a_j) / (h a_j))``, evaluated stably (series near 0).
+    """
+
+    def __init__(self, dim: int, half_width: float = math.sqrt(3.0), *, dtype=torch.float64, device="cpu"):
+        check_positive_int("dim", dim)
+        if not (isinstance(half_width, (int, float)) and math.isfinite(half_width) and half_width > 0):
+            raise ValueError(f"half_width must be a positive finite number, got {half_width!r}")
+        self.dim, self.half_width = dim, float(half_width)
+        self.dtype, self.device = dtype, torch.device(device)
+
+    def sample(self, n, *, generator=None):
+        check_positive_int("n", n)
+        check_generator(generator)
+        u = torch.rand(n, self.dim, generator=generator, dtype=self.dtype, device=self.device)
+        return (2 * u - 1) * self.half_width
+
+    def log_mgf(self, a):
+        ha = self.half_width * a
+        small = ha.abs() < 0.05
+        # Each branch gets safe inputs (no NaN gradients); the series is written in (h a)^2 so that it
+        # stays smooth at 0 (autograd Hessians there give the variance h^2 / 3).
+        y = torch.where(small, ha, torch.zeros_like(ha)) ** 2
+        xl = torch.where(small, torch.ones_like(ha), ha.abs())
+        series = y / 6 - y**2 / 180 + y**3 / 2835
+        large = xl + torch.log(-torch.expm1(-2 * xl)) - torch.log(2 * xl)
+        return torch.where(small, series, large).sum(-1)
+
+
+class GaussianMixtureMeasure(TokenMeasure):
+    """A finite mixture ``sum_k pi_k N(m_k, Gamma_k)`` on R^D: sub-Gaussian, but its limit is not affine.
+
+    Parameters
+    ----------
+    means : Tensor, shape (K, D)
+    covs : Tensor, shape (K, D, D), each symmetric PSD
+    probs : Tensor, shape (K,), non-negative, summing to one (to 1e-12 relative)
+    """
+
+    def __init__(self, means, covs, probs):
+        means = as_tensor_arg("means", means)
+        covs = as_tensor_arg("covs", covs)
+        probs = as_tensor_arg("probs", probs)
+        if means.dim() != 2:
+            raise ValueError(f"means must have shape (K, D), got {tuple(means.shape)}")
+        K, D = means.shape
+        if covs.shape != (K, D, D):
+            raise ValueError(f"covs must have shape (K, D, D) = ({K}, {D}, {D}), got {tuple(covs.shape)}")
+        if probs.shape != (K,):
+            raise ValueError(f"probs must have shape (K,) = ({K},), got {tuple(probs.shape)}")
+        if bool((probs < 0).any()) or abs(float(probs.sum()) - 1.0) > 1e-12:
+            raise ValueError(f"probs must be non-negative and sum to 1, got {probs.tolist()}")
+        check_same_dtype_device({"means": means, "covs": covs, "probs": probs})
+        self.components = [GaussianMeasure(means[k], covs[k]) for k in range(K)]
+        self.means, self.covs, self.probs = means, covs, probs
+        self.dim, self.dtype, self.device = D, means.dtype, means.device
+
+    def sample(self, n, *, generator=None):
+        check_positive_int("n", n)
+        check_generator(generator)
+        comp = torch.multinomial(self.probs, n, replacement=True, generator=generator)  # (n,)
+        g = torch.randn(n, self.dim, generator=generator, dtype=self.dtype, device=self.device)
+        factors = torch.stack([c._factor for c in self.components])  # (K, D, D)
+        return self.means[comp] + (factors[comp] @ g.unsqueeze(-1)).squeeze(-1)
+
+    def log_mgf(self, a):
+        per = torch.stack([c.log_mgf(a) for c in self.components], dim=-1)  # (..., K)
+        return torch.logsumexp(per + torch.log(self.probs), dim=-1)
+
+
+class StudentTMeasure(TokenMeasure):
+    """Independent Student-t coordinates with ``df`` degrees of freedom (centred when df > 1).
+
+    Heavy-tailed: ``E exp(a^T X) = +inf`` for every ``a != 0``, so no infinite-prompt limit of the
+    exponential-tilt form exists; ``log_mgf`` returns ``+inf`` there. Sampling uses the inverse CDF
+    (``scipy.special.stdtrit``) of uniforms drawn from ``generator``.
+    """
+
+    has_finite_mgf = False
+
+    def __init__(self, dim: int, df: float, *, dtype=torch.float64, device="cpu"):
+        check_positive_int("dim", dim)
+        if not (isinstance(df, (int, float)) and math.isfinite(df) and df > 0):
+            raise ValueError(f"df must be a positive finite number, got {df!r}")
+        self.dim, self.df, self.dtype, self.device = dim, float(df), dtype, torch.device(device)
+
+    def sample(self, n, *, generator=None):
+        from scipy.special import stdtrit
+
+        check_positive_int("n", n)
+        check_generator(generator)
+        u = torch.rand(n, self.dim, generator=generator, dtype=torch.float64)
+        u = u.clamp(1e-300, 1 - 1e-16)  # rand is in [0, 1); the inverse CDF needs the open interval
+        return torch.from_numpy(stdtrit(self.df, u.numpy())).to(self.dtype).to(self.device)
+
+    def log_mgf(self, a):
+        nonzero = (a != 0).any(-1)
+        return torch.where(nonzero, torch.full(nonzero.shape, float("inf"), dtype=a.dtype), 0.0)
+
+
+class LogNormalMeasure(TokenMeasure):
+    """Independent centred log-normal coordinates ``exp(s G) - exp(s^2/2)``, G standard normal.
+
+    All moments are finite, yet the MGF is infinite for every ``a`` with a positive coordinate:
+    heavy right tail. ``log_mgf`` returns ``+inf`` for ``a != 0``.
+    """
+
+    has_finite_mgf = False
+
+    def __init__(self, dim: int, s: float = 1.0, *, dtype=torch.float64, device="cpu"):
+        check_positive_int("dim", dim)
+        if not (isinstance(s, (int, float)) and math.isfinite(s) and s > 0):
+            raise ValueError(f"s must be a positive finite number, got {s!r}")
+        self.dim, self.s, self.dtype, self.device = dim, float(s), dtype, torch.device(device)
+
+    def sample(self, n, *, generator=None):
+        g = _sample_normal(n, self.dim, generator, self.dtype, self.device)
+        return torch.exp(self.s * g) - math.exp(self.s**2 / 2)
+
+    def log_mgf(self, a):
+        nonzero = (a != 0).any(-1)
+        return torch.where(nonzero, torch.full(nonzero.shape, float("inf"), dtype=a.dtype), 0.0)
+
+
+def attention_limit(measure: TokenMeasure, queries, U, V):
+    """Infinite-prompt softmax attention ``T_{U,V}[mu](z) = V grad Lambda_mu(U z)``, by autograd.
+
+    Parameters
+    ----------
+    measure : TokenMeasure
+        The token law ``mu`` (any measure with a finite log-MGF).
+    queries : Tensor, shape (..., Q, D)
+    U : Tensor, shape (D, D)
+    V : Tensor, shape (D_out, D)
+
+    Returns
+    -------
+    Tensor, shape (..., Q, D_out). Exact (to rounding) for Gaussian and empirical measures; for an
+    empirical measure it equals :func:`softlin.softmax_attention` on its atoms.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Non-tensor or mismatched inputs; a measure without a finite MGF.
+    """
+    if not isinstance(measure, TokenMeasure):
+        raise TypeError(f"measure must be a softlin TokenMeasure, got {type(measure).__name__}")
+    queries = as_tensor_arg("queries", queries, min_dim=1)
+    U = as_tensor_arg("U", U)
+    V = as_tensor_arg("V", V)
+    D = measure.dim
+    if queries.shape[-1] != D:
+        raise ValueError(f"queries must have last dimension D = {D} (the measure's dimension), got {tuple(queries.shape)}")
+    check_matrix("U", U, D, D)
+    check_matrix("V", V, None, D)
+    check_same_dtype_device({"queries": queries, "U": U, "V": V})
+    if queries.dtype != measure.dtype:
+        raise ValueError(f"queries has dtype {queries.dtype} but the measure has dtype {measure.dtype}")
+    return measure.tilted_mean(queries @ U.mT) @ V.mT
+
+
+def gaussian_attention_limit(queries, U, V, mean, cov):
+    """Infinite-prompt softmax attention for Gaussian tokens (Lemma 2.1): ``z -> V (mean + cov U z)``.
+
+    For tokens distributed as ``N(mean, cov)``, softmax attention over a prompt of length L converges,
+    as L grows, to this affine map of the query.
+
+    Parameters
+    ----------
+    queries : Tensor, shape (..., Q, D)
+    U : Tensor, shape (D, D)          merged key-query matrix, score(z_i, z) = z_i^T U z
+    V : Tensor, shape (D_out, D)      value matrix
+    mean : Tensor, shape (..., D)     same leading dimensions as ``queries`` (no broadcasting)
+    cov : Tensor, shape (..., D, D)   symmetric positive semi-definite; may be singular
+
+    Returns
+    -------
+    Tensor, shape (..., Q, D_out)
+
+    Raises
+    ------
+    TypeError, ValueError
+        If shapes disagree, or cov is not symmetric PSD (the message names the argument).
+    """
+    queries = as_tensor_arg("queries", queries, min_dim=2)
+    U, V = as_tensor_arg("U", U), as_tensor_arg("V", V)
+    mean, cov = as_tensor_arg("mean", mean, min_dim=1), as_tensor_arg("cov", cov, min_dim=2)
+    D = queries.shape[-1]
+    check_matrix("U", U, D, D)
+    check_matrix("V", V, None, D)
+    lead = tuple(queries.shape[:-2])
+    if mean.shape[-1] != D or mean.dim() != len(lead) + 1:
+        raise ValueError(f"mean must have shape {lead + (D,)} to match queries, got {tuple(mean.shape)}")
+    check_same_leading("mean", mean, lead, "queries")
+    if tuple(cov.shape) != lead + (D, D):
+        raise ValueError(f"cov must have shape {lead + (D, D)} to match queries, got {tuple(cov.shape)}")
+    check_same_dtype_device({"queries": queries, "U": U, "V": V, "mean": mean, "cov": cov})
+    check_psd("cov", cov)
+    tilted = mean.unsqueeze(-2) + queries @ U.mT @ cov.mT  # (..., Q, D): m + Gamma U z
+    return tilted @ V.mT

@@ -1,0 +1,197 @@
+"""Finite-prompt softmax and linear attention: definitions, streaming, numerical safety, invariances,
+gradients and input validation."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import softlin as sl
+
+F64 = torch.float64
+
+
+def _problem(gen, *, batch=(), L=37, Q=3, D=4, D_out=2, dtype=F64, scale=0.5):
+    tokens = torch.randn(*batch, L, D, generator=gen, dtype=dtype)
+    queries = torch.randn(*batch, Q, D, generator=gen, dtype=dtype)
+    U = scale * torch.randn(D, D, generator=gen, dtype=dtype)
+    V = torch.randn(D_out, D, generator=gen, dtype=dtype)
+    return tokens, queries, U, V
+
+
+def _reference(tokens, queries, U, V, weights=None):
+    """Plain definition, one query and one token at a time (float64)."""
+    out = torch.empty(*queries.shape[:-1], V.shape[0], dtype=F64)
+    flat_t = tokens.reshape(-1, *tokens.shape[-2:]).double()
+    flat_q = queries.reshape(-1, *queries.shape[-2:]).double()
+    flat_w = None if weights is None else weights.reshape(-1, weights.shape[-1]).double()
+    flat_o = out.reshape(-1, *out.shape[-2:])
+    for b in range(flat_t.shape[0]):
+        for q in range(flat_q.shape[1]):
+            s = torch.stack([flat_t[b, i] @ U.double() @ flat_q[b, q] for i in range(flat_t.shape[1])])
+            w = torch.ones_like(s) if flat_w is None else flat_w[b]
+            p = w * torch.exp(s - s.max())
+            p = p / p.sum()
+            flat_o[b, q] = V.double() @ (p[:, None] * flat_t[b]).sum(0)
+    return out
+
+
+def test_softmax_attention_matches_the_definition(gen):
+    tokens, queries, U, V = _problem(gen, batch=(2,), L=11)
+    w = torch.rand(2, 11, generator=gen, dtype=F64)
+    torch.testing.assert_close(sl.softmax_attention(tokens, queries, U, V), _reference(tokens, queries, U, V),
+                               rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(sl.softmax_attention(tokens, queries, U, V, weights=w),
+                               _reference(tokens, queries, U, V, w), rtol=1e-12, atol=1e-12)
+
+
+def test_output_shape_with_several_batch_dimensions(gen):
+    tokens, queries, U, V = _problem(gen, batch=(2, 3), L=5, Q=4, D=3, D_out=7)
+    assert sl.softmax_attention(tokens, queries, U, V).shape == (2, 3, 4, 7)
+    assert sl.linear_attention(tokens, queries, U, V).shape == (2, 3, 4, 7)
+    assert sl.softmax_weights(tokens, queries, U).shape == (2, 3, 4, 5)
+
+
+@pytest.mark.parametrize("chunk_size", [1, 7, 13, 97, 1000])  # 1, primes that do / do not divide L, L, > L
+def test_chunked_equals_unchunked(gen, chunk_size):
+    tokens, queries, U, V = _problem(gen, batch=(2,), L=91, scale=2.0)
+    w = torch.rand(2, 91, generator=gen, dtype=F64)
+    w[:, :20] = 0.0  # zero weights at the start: the running max starts at -inf
+    for weights in (None, w):
+        full = sl.softmax_attention(tokens, queries, U, V, weights=weights)
+        chunked = sl.softmax_attention(tokens, queries, U, V, weights=weights, chunk_size=chunk_size)
+        torch.testing.assert_close(chunked, full, rtol=1e-12, atol=1e-13)  # same sums, reordered: rounding only
+
+
+def test_chunk_equal_to_L():
+    gen = torch.Generator().manual_seed(3)
+    tokens, queries, U, V = _problem(gen, L=91)
+    torch.testing.assert_close(sl.softmax_attention(tokens, queries, U, V, chunk_size=91),
+                               sl.softmax_attention(tokens, queries, U, V), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("chunk_size", [None, 4])
+def test_huge_scores_are_finite_and_exact(dtype, chunk_size):
+    # Scores z_i^T U z of magnitude ~1e4: exp overflows without the max shift. The softmax is then a
+    # point mass on the largest score, so the output is exactly V z_argmax.
+    tokens = torch.tensor([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.5], [0.9, 0.1], [0.2, -0.3]], dtype=dtype)
+    U = torch.eye(2, dtype=dtype)
+    V = torch.tensor([[1.0, 2.0]], dtype=dtype)
+    queries = torch.tensor([[1e4, 0.0], [-1e4, 1e4], [0.0, -1e4]], dtype=dtype)
+    out = sl.softmax_attention(tokens, queries, U, V, chunk_size=chunk_size)
+    assert torch.isfinite(out).all()
+    expected = torch.stack([V @ tokens[0], V @ tokens[2], V @ tokens[4]])
+    torch.testing.assert_close(out, expected, rtol=0, atol=0)
+    # Two tokens tied at the top score share the mass equally, still exactly.
+    tied = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]], dtype=dtype)
+    out = sl.softmax_attention(tied, torch.tensor([[1e4, 0.0]], dtype=dtype), U, V, chunk_size=chunk_size)
+    torch.testing.assert_close(out, (V @ tied[0])[None], rtol=0, atol=0)
+
+
+def test_float32_agrees_with_float64_at_large_scores(gen):
+    tokens, queries, U, V = _problem(gen, L=500, scale=50.0)  # scores of order 1e2-1e3
+    ref = sl.softmax_attention(tokens, queries, U, V)
+    out = sl.softmax_attention(tokens.float(), queries.float(), U.float(), V.float(), chunk_size=64)
+    torch.testing.assert_close(out.double(), ref, rtol=1e-4, atol=1e-4)  # float32 rounding of O(1e3) scores
+
+
+@settings(max_examples=40, deadline=None)
+@given(L=st.integers(1, 30), seed=st.integers(0, 2**31 - 1), fn=st.sampled_from(["softmax", "linear"]))
+def test_permutation_invariance(L, seed, fn):
+    g = torch.Generator().manual_seed(seed)
+    tokens, queries, U, V = _problem(g, L=L, scale=1.0)
+    perm = torch.randperm(L, generator=g)
+    f = sl.softmax_attention if fn == "softmax" else sl.linear_attention
+    torch.testing.assert_close(f(tokens[perm], queries, U, V), f(tokens, queries, U, V), rtol=1e-11, atol=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(counts=st.lists(st.integers(0, 4), min_size=1, max_size=12).filter(lambda c: sum(c) > 0),
+       seed=st.integers(0, 2**31 - 1), fn=st.sampled_from(["softmax", "linear"]))
+def test_integer_weights_equal_duplicated_tokens(counts, seed, fn):
+    g = torch.Generator().manual_seed(seed)
+    tokens, queries, U, V = _problem(g, L=len(counts), scale=1.0)
+    w = torch.tensor(counts, dtype=F64)
+    duplicated = tokens.repeat_interleave(torch.tensor(counts), dim=0)
+    f = sl.softmax_attention if fn == "softmax" else sl.linear_attention
+    torch.testing.assert_close(f(tokens, queries, U, V, weights=w), f(duplicated, queries, U, V),
+                               rtol=1e-11, atol=1e-12)
+
+
+def test_linear_attention_matches_definition(gen):
+    tokens, queries, U, V = _problem(gen, L=9)
+    expected = torch.stack([sum((tokens[i] @ U @ q) * (V @ tokens[i]) for i in range(9)) / 9 for q in queries])
+    torch.testing.assert_close(sl.linear_attention(tokens, queries, U, V), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_softmax_weights_sum_to_one_and_match_attention(gen):
+    tokens, queries, U, V = _problem(gen, batch=(3,), L=17)
+    p = sl.softmax_weights(tokens, queries, U)
+    torch.testing.assert_close(p.sum(-1), torch.ones(3, 3, dtype=F64))
+    torch.testing.assert_close((p @ tokens) @ V.mT, sl.softmax_attention(tokens, queries, U, V))
+
+
+@pytest.mark.parametrize("chunk_size", [None, 5])
+def test_gradients_match_finite_differences(chunk_size):
+    g = torch.Generator().manual_seed(7)
+    tokens, queries, U, V = _problem(g, L=12, Q=2, D=3)
+    w = torch.rand(12, generator=g, dtype=F64) + 0.1
+    args = [t.clone().requires_grad_(True) for t in (tokens, queries, U, V, w)]
+    assert torch.autograd.gradcheck(
+        lambda t, q, u, v, ww: sl.softmax_attention(t, q, u, v, weights=ww, chunk_size=chunk_size), args)
+    assert torch.autograd.gradcheck(lambda t, q, u, v, ww: sl.linear_attention(t, q, u, v, weights=ww), args)
+
+
+# ---------------------------------------------------------------------------------------------- errors
+def _good():
+    g = torch.Generator().manual_seed(0)
+    return _problem(g, L=6, Q=2, D=3)
+
+
+@pytest.mark.parametrize("fn", [sl.softmax_attention, sl.linear_attention])
+@pytest.mark.parametrize(
+    "mutate, exc, needle",
+    [
+        (lambda a: a.update(tokens=a["tokens"].tolist()), TypeError, "tokens must be a torch.Tensor"),
+        (lambda a: a.update(U=a["U"].to(torch.int64)), TypeError, "U must be a floating-point"),
+        (lambda a: a.update(queries=a["queries"][:, :2]), ValueError, "queries must have last dimension D = 3"),
+        (lambda a: a.update(U=a["U"][:, :2]), ValueError, "U must be a square matrix"),
+        (lambda a: a.update(U=torch.eye(4, dtype=F64)), ValueError, "U must have shape (3, 3)"),
+        (lambda a: a.update(V=a["V"][:, :2]), ValueError, "V must have shape (any, 3)"),
+        (lambda a: a.update(tokens=a["tokens"][:0]), ValueError, "at least one token"),
+        (lambda a: a.update(weights=-torch.ones(6, dtype=F64)), ValueError, "weights must be non-negative"),
+        (lambda a: a.update(weights=torch.zeros(6, dtype=F64)), ValueError, "all zero"),
+        (lambda a: a.update(weights=torch.ones(5, dtype=F64)), ValueError, "weights must have shape (6,)"),
+        (lambda a: a["tokens"].__setitem__((0, 0), float("nan")), ValueError, "tokens must be finite, got 1 NaN"),
+        (lambda a: a["queries"].__setitem__((0, 0), float("inf")), ValueError, "queries must be finite"),
+        (lambda a: a["weights"].__setitem__(0, float("nan")), ValueError, "weights must be finite"),
+        (lambda a: a.update(queries=a["queries"].expand(2, 2, 3)), ValueError, "leading (batch) dimensions"),
+        (lambda a: a.update(V=a["V"].float()), ValueError, "V has dtype torch.float32"),
+    ],
+)
+def test_bad_input_is_rejected_with_a_clear_message(fn, mutate, exc, needle):
+    tokens, queries, U, V = _good()
+    args = dict(tokens=tokens, queries=queries, U=U, V=V, weights=torch.ones(6, dtype=F64))
+    mutate(args)
+    with pytest.raises(exc) as info:
+        fn(args["tokens"], args["queries"], args["U"], args["V"], weights=args["weights"])
+    assert needle in str(info.value)
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, True])
+def test_bad_chunk_size(bad):
+    tokens, queries, U, V = _good()
+    with pytest.raises(ValueError, match="chunk_size must be a positive integer"):
+        sl.softmax_attention(tokens, queries, U, V, chunk_size=bad)
+
+
+def test_no_silent_broadcast_of_batched_queries_against_unbatched_tokens():
+    tokens, queries, U, V = _good()
+    with pytest.raises(ValueError, match="leading"):
+        sl.softmax_attention(tokens, queries.expand(4, 2, 3), U, V)
+    assert math.isfinite(float(sl.softmax_attention(tokens, queries, U, V).sum()))

@@ -1,0 +1,52 @@
+"""The plotting style, the explorers' static fallback, and the mode tables."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from softlin import modes, plotting, widgets  # noqa: E402
+
+
+def test_book_style_pairs_each_colour_with_a_marker_and_a_line_style():
+    plotting.use_book_style()
+    cyc = list(matplotlib.rcParams["axes.prop_cycle"])
+    assert len({(c["color"]) for c in cyc}) == len(cyc) == len({c["marker"] for c in cyc})
+    styles = plotting.series_styles(3)
+    assert len({s["marker"] for s in styles}) == 3
+
+
+def test_small_multiples_draws_one_panel_per_parameter_set():
+    calls = []
+
+    def plot(ax, a, b=0):
+        calls.append((a, b))
+        ax.plot([0, 1], [a, b])
+        ax.set_title(f"a={a}")
+
+    fig = widgets.small_multiples(plot, [{"a": 1}, {"a": 2}, {"a": 3}, {"a": 4}], ncols=3, b=5)
+    assert calls == [(1, 5), (2, 5), (3, 5), (4, 5)]
+    assert sum(ax.get_visible() for ax in fig.axes) == 4
+    plt.close(fig)
+    with pytest.raises(ValueError, match="at least one"):
+        widgets.small_multiples(plot, [])
+
+
+def test_explorer_builds_a_widget():
+    box = widgets.explorer(lambda ax, L: ax.plot([0, L]), L=(1, 10))
+    assert box is not None
+    plt.close("all")
+    with pytest.raises(ValueError, match="at least one slider"):
+        widgets.explorer(lambda ax: None)
+
+
+def test_select_sizes():
+    table = {m: {"L": n, "reps": 2 * n} for m, n in zip(modes.MODES, (1, 2, 3))}
+    assert modes.select_sizes(table, "default", show=False) == {"L": 2, "reps": 4}
+    with pytest.raises(ValueError, match="mode must be one of"):
+        modes.select_sizes(table, "quick", show=False)
+    with pytest.raises(ValueError, match="must list the keys"):
+        modes.select_sizes({**table, "paper": {"L": 3}}, "fast", show=False)

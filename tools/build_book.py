@@ -1,0 +1,227 @@
+#!/usr/bin/env python
+"""Stage, execute and build the book (DESIGN.md section 2).
+
+1. Copy ``_config.yml``, ``_toc.yml`` and ``book/`` into a staging folder (default ``_build/stage``).
+2. Execute every notebook chapter of ``_toc.yml`` with papermill, injecting ``mode`` and ``device`` into the
+   cell tagged ``parameters``; the injected cell is tagged ``remove-cell``. The executed ``.ipynb`` replaces
+   the staged ``.md``.
+3. Write the status page (execution time of every chapter, package versions) into the stage.
+4. Turn execution off in the staged config and run ``jupyter-book build -W --keep-going`` on the stage.
+
+Any failing cell or any Sphinx warning makes this script exit non-zero. Usage::
+
+    python tools/build_book.py --mode default            # what `make book` runs
+    python tools/build_book.py --mode fast -j 2          # what the tests run
+    python tools/build_book.py --mode fast --only 02_infinite_prompt_limit --no-html
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from importlib import metadata
+from multiprocessing import get_context
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+MODES = ("fast", "default", "paper")
+VERSIONED = ["torch", "numpy", "scipy", "matplotlib", "ipywidgets", "jupyter-book", "sphinx", "myst-nb",
+             "sphinx-proof", "sphinx-exercise", "jupytext", "papermill", "nbclient", "ipykernel", "softlin"]
+
+
+def toc_files(toc_path: Path) -> list[str]:
+    """All ``file:`` entries of a jb-book ``_toc.yml``, root first, in reading order."""
+    toc = yaml.safe_load(toc_path.read_text())
+    out = [toc["root"]]
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                out.append(node["file"])
+            for key in ("parts", "chapters", "sections"):
+                for child in node.get(key, []) or []:
+                    walk(child)
+        elif isinstance(node, list):
+            for child in node:
+                walk(child)
+
+    walk(toc)
+    return out
+
+
+def is_notebook_source(md: Path) -> bool:
+    """A MyST markdown file is a notebook when its front matter declares a kernelspec."""
+    text = md.read_text()
+    if not text.startswith("---"):
+        return False
+    front = text.split("---", 2)[1]
+    return "kernelspec:" in front
+
+
+def notebook_chapters(root: Path = ROOT) -> list[Path]:
+    """The notebook chapters (``.md`` with a kernelspec) listed in ``_toc.yml``."""
+    chapters = []
+    for f in toc_files(root / "_toc.yml"):
+        md = root / (f + ".md")
+        if md.exists() and is_notebook_source(md):
+            chapters.append(md)
+    return chapters
+
+
+def execute_one(md_path: str, out_path: str, mode: str, device: str, threads: int) -> dict:
+    """Execute one chapter with papermill; return its timing record. Runs in a worker process."""
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+    os.environ.setdefault("MKL_NUM_THREADS", str(threads))
+    import jupytext
+    import nbformat
+    import papermill
+
+    nb = jupytext.read(md_path)
+    nb.metadata.pop("jupytext", None)
+    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+    t0 = time.perf_counter()
+    error = None
+    try:
+        papermill.execute_notebook(
+            nb, out_path, parameters={"mode": mode, "device": device}, cwd=str(Path(out_path).parent),
+            kernel_name="python3", progress_bar=False, log_output=False,
+        )
+    except Exception as exc:  # papermill raises PapermillExecutionError with the cell traceback
+        error = f"{type(exc).__name__}: {exc}"
+    seconds = time.perf_counter() - t0
+    if Path(out_path).exists():
+        out = nbformat.read(out_path, as_version=4)
+        for cell in out.cells:
+            tags = cell.metadata.get("tags", [])
+            if "injected-parameters" in tags and "remove-cell" not in tags:
+                cell.metadata["tags"] = tags + ["remove-cell"]
+        nbformat.write(out, out_path)
+    return {"chapter": Path(md_path).stem, "seconds": round(seconds, 2), "error": error}
+
+
+def versions() -> dict:
+    out = {"python": platform.python_version()}
+    for name in VERSIONED:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def chapter_title(md: Path) -> str:
+    for line in md.read_text().splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    return md.stem
+
+
+def write_status(stage: Path, records: list[dict], mode: str, jobs: int, titles: dict) -> None:
+    """Fill the staged ``book/status.md`` with this build's timings and versions."""
+    total = sum(r["seconds"] for r in records)
+    lines = [
+        "# Build status",
+        "",
+        f"This page was generated when the book was built, on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+        f"in **`{mode}` mode** with {jobs} notebook(s) executed at a time on a machine with "
+        f"{os.cpu_count()} CPU core(s) ({platform.machine()}). Times are papermill wall-clock seconds per "
+        "chapter, kernel start included; with more than one notebook at a time they share the cores.",
+        "",
+        "| chapter | seconds | result |",
+        "|---|---:|---|",
+    ]
+    for r in records:
+        ok = "ran" if r["error"] is None else "**failed**"
+        lines.append(f"| {{doc}}`{titles[r['chapter']]} <{r['chapter']}>` | {r['seconds']:.1f} | {ok} |")
+    lines += [f"| **all chapters** | **{total:.1f}** | |", "", "## Package versions", "",
+              "| package | version |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in versions().items()]
+    lines.append("")
+    (stage / "book" / "status.md").write_text("\n".join(lines))
+    (stage / "status.json").write_text(json.dumps({"mode": mode, "jobs": jobs, "chapters": records}, indent=1))
+
+
+def stage_config(stage: Path) -> None:
+    cfg_path = stage / "_config.yml"
+    cfg = yaml.safe_load(cfg_path.read_text())
+    cfg["execute"]["execute_notebooks"] = "off"
+    cfg["exclude_patterns"] = [p for p in cfg["exclude_patterns"] if not p.endswith(".ipynb")]
+    cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mode", choices=MODES, default="default")
+    ap.add_argument("--device", default="cpu", help="injected into every chapter ('cpu' or 'cuda')")
+    ap.add_argument("--stage", type=Path, default=ROOT / "_build" / "stage")
+    ap.add_argument("-j", "--jobs", type=int, default=1, help="notebooks executed at a time")
+    ap.add_argument("--only", nargs="*", default=None, help="chapter stems to execute (others are skipped)")
+    ap.add_argument("--no-html", action="store_true", help="execute only; skip the Sphinx build")
+    args = ap.parse_args(argv)
+
+    stage = args.stage.resolve()
+    if stage.exists():
+        shutil.rmtree(stage)
+    stage.mkdir(parents=True)
+    shutil.copy2(ROOT / "_config.yml", stage / "_config.yml")
+    shutil.copy2(ROOT / "_toc.yml", stage / "_toc.yml")
+    shutil.copytree(ROOT / "book", stage / "book", ignore=shutil.ignore_patterns(".ipynb_checkpoints", "*.ipynb"))
+    stage_config(stage)
+
+    chapters = notebook_chapters()
+    if args.only:
+        unknown = set(args.only) - {c.stem for c in chapters}
+        if unknown:
+            ap.error(f"--only names unknown chapters {sorted(unknown)}; known: {[c.stem for c in chapters]}")
+        chapters = [c for c in chapters if c.stem in args.only]
+    titles = {c.stem: chapter_title(c) for c in notebook_chapters()}
+    threads = max(1, (os.cpu_count() or 1) // max(1, args.jobs))
+    jobs = [(str(c), str(stage / "book" / (c.stem + ".ipynb")), args.mode, args.device, threads) for c in chapters]
+
+    t0 = time.perf_counter()
+    records = []
+    if args.jobs > 1 and len(jobs) > 1:
+        with ProcessPoolExecutor(max_workers=args.jobs, mp_context=get_context("spawn")) as pool:
+            futures = [pool.submit(execute_one, *j) for j in jobs]
+            for fut in as_completed(futures):
+                records.append(fut.result())
+                print(f"[{records[-1]['seconds']:7.1f} s] {records[-1]['chapter']}", flush=True)
+    else:
+        for j in jobs:
+            records.append(execute_one(*j))
+            print(f"[{records[-1]['seconds']:7.1f} s] {records[-1]['chapter']}", flush=True)
+    order = {c.stem: i for i, c in enumerate(chapters)}
+    records.sort(key=lambda r: order[r["chapter"]])
+    print(f"executed {len(records)} chapter(s) in {time.perf_counter() - t0:.1f} s (mode={args.mode})", flush=True)
+    for c in chapters:
+        staged_md = stage / "book" / (c.stem + ".md")
+        if (stage / "book" / (c.stem + ".ipynb")).exists():
+            staged_md.unlink()
+    write_status(stage, records, args.mode, args.jobs, titles)
+
+    failed = [r for r in records if r["error"]]
+    for r in failed:
+        print(f"\nFAILED: {r['chapter']}\n{r['error']}", file=sys.stderr)
+    if failed:
+        return 1
+    if args.no_html:
+        return 0
+    jb = Path(sys.executable).parent / "jupyter-book"
+    cmd = [str(jb) if jb.exists() else "jupyter-book", "build", "-W", "--keep-going", str(stage)]
+    t1 = time.perf_counter()
+    rc = subprocess.call(cmd)
+    print(f"jupyter-book build: rc={rc} in {time.perf_counter() - t1:.1f} s; site: {stage / '_build' / 'html'}")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

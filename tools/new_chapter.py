@@ -1,0 +1,100 @@
+#!/usr/bin/env python
+"""Create a new chapter skeleton ``book/NN_name.md`` (jupytext MyST) and its paired ``.ipynb``.
+
+    python tools/new_chapter.py 07_my_topic "My topic"
+
+The skeleton holds the Colab setup cell (its install URL is the repository URL of ``_config.yml``),
+the ``parameters`` cell (mode, device, seed) and the sections every chapter has. Add the chapter to
+``_toc.yml`` yourself.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+FRONT = """---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+    format_version: 0.13
+    jupytext_version: 1.19.6
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+"""
+
+
+def repository_url() -> str:
+    cfg = yaml.safe_load((ROOT / "_config.yml").read_text())
+    return cfg["repository"]["url"]
+
+
+def setup_cell() -> str:
+    """The first code cell of every chapter: installs softlin in Colab (or where SOFTLIN_SOURCE is set)."""
+    url = repository_url()
+    return f"""```{{code-cell}} ipython3
+:tags: [remove-cell]
+
+# Setup for Colab: install this book's library, softlin, when it is not importable. Elsewhere a no-op.
+# SOFTLIN_SOURCE (a pip requirement: git URL or local path) overrides where it comes from.
+import importlib, importlib.util, os, sys
+
+SOFTLIN_SOURCE = os.environ.get("SOFTLIN_SOURCE", "git+{url}@main")
+if ("google.colab" in sys.modules or "SOFTLIN_SOURCE" in os.environ) and importlib.util.find_spec("softlin") is None:
+    %pip install -q {{SOFTLIN_SOURCE}}
+    importlib.invalidate_caches()
+```
+"""
+
+
+PARAMETERS = """```{code-cell} ipython3
+:tags: [parameters, hide-cell]
+
+mode = "default"  # "fast": CI smoke run (seconds); "default": the rendered book (CPU minutes); "paper": full sizes
+device = "cpu"    # "cuda" where available (Colab: Runtime > Change runtime type > GPU)
+seed = 0
+```
+"""
+
+
+def skeleton(title: str) -> str:
+    return (
+        FRONT
+        + f"\n# {title}\n\n"
+        + ":::{admonition} In this chapter\n:class: tip\n\n"
+        + "**Learning objectives.** ...\n\n**Prerequisites.** ...\n\n"
+        + "**Time.** About ... to read; ... s to run on a laptop CPU (default mode), ... in Colab.\n:::\n\n"
+        + setup_cell()
+        + "\n"
+        + PARAMETERS
+        + "\n## Summary\n\n- ...\n"
+    )
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2:
+        print(__doc__)
+        return 2
+    stem, title = argv
+    md = ROOT / "book" / f"{stem}.md"
+    if md.exists():
+        print(f"{md} exists; not overwriting")
+        return 1
+    md.write_text(skeleton(title))
+    subprocess.check_call([sys.executable, "-m", "jupytext", "--sync", str(md)])
+    print(f"created {md} and its paired .ipynb; add 'book/{stem}' to _toc.yml")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
