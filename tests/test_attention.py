@@ -195,3 +195,23 @@ def test_no_silent_broadcast_of_batched_queries_against_unbatched_tokens():
     with pytest.raises(ValueError, match="leading"):
         sl.softmax_attention(tokens, queries.expand(4, 2, 3), U, V)
     assert math.isfinite(float(sl.softmax_attention(tokens, queries, U, V).sum()))
+
+
+@pytest.mark.parametrize("chunk_size", [None, 2])
+def test_non_finite_token_is_reported_even_with_zero_weight(chunk_size):
+    # Tokens are checked through the result (no extra pass); a bad token must still be named.
+    tokens, queries, U, V = _good()
+    tokens[3, 1] = float("inf")
+    w = torch.ones(6, dtype=F64)
+    w[3] = 0.0
+    for fn in (sl.softmax_attention, sl.linear_attention):
+        kwargs = {"chunk_size": chunk_size} if fn is sl.softmax_attention else {}
+        with pytest.raises(ValueError, match="tokens must be finite, got 0 NaN and 1 inf"):
+            fn(tokens, queries, U, V, weights=w, **kwargs)
+
+
+def test_overflowing_scores_raise_instead_of_returning_inf():
+    tokens = torch.tensor([[1e200, 0.0], [0.0, 1.0]], dtype=F64)
+    queries = torch.tensor([[1e200, 0.0]], dtype=F64)
+    with pytest.raises(ValueError, match="overflowed"):
+        sl.softmax_attention(tokens, queries, torch.eye(2, dtype=F64), torch.eye(2, dtype=F64))

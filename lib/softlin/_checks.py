@@ -11,6 +11,7 @@ import torch
 
 __all__ = [
     "as_tensor_arg",
+    "check_result_finite",
     "check_finite",
     "check_generator",
     "check_matrix",
@@ -21,8 +22,10 @@ __all__ = [
 ]
 
 
-def as_tensor_arg(name: str, x, *, min_dim: int = 0) -> torch.Tensor:
-    """Return ``x`` if it is a floating-point tensor with at least ``min_dim`` dimensions and no NaN/inf."""
+def as_tensor_arg(name: str, x, *, min_dim: int = 0, finite: bool = True) -> torch.Tensor:
+    """Return ``x`` if it is a floating-point tensor with at least ``min_dim`` dimensions and (when
+    ``finite``) no NaN/inf. Callers that pass ``finite=False`` for a large input must check their result
+    instead (see :func:`check_result_finite`)."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     if not torch.is_floating_point(x):
@@ -31,8 +34,23 @@ def as_tensor_arg(name: str, x, *, min_dim: int = 0) -> torch.Tensor:
         raise ValueError(
             f"{name} must have at least {min_dim} dimension(s), got shape {tuple(x.shape)}"
         )
-    check_finite(name, x)
+    if finite:
+        check_finite(name, x)
     return x
+
+
+def check_result_finite(result: torch.Tensor, name: str, x: torch.Tensor) -> torch.Tensor:
+    """Deferred finiteness check of a large input ``x``: NaN or inf anywhere in ``x`` propagates to a
+    non-finite ``result`` (IEEE arithmetic: 0 * inf and inf - inf are NaN), so scanning the small result
+    replaces a full extra pass over ``x``. Only when the result is non-finite is ``x`` scanned, to report
+    exactly what was wrong."""
+    if bool(torch.isfinite(result).all()):
+        return result
+    check_finite(name, x)
+    raise ValueError(
+        f"the result is not finite although {name} is: the scores overflowed the dtype {x.dtype}; "
+        f"rescale {name} or U"
+    )
 
 
 def check_finite(name: str, x: torch.Tensor) -> None:

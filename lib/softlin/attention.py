@@ -19,6 +19,7 @@ import torch
 from ._checks import (
     as_tensor_arg,
     check_matrix,
+    check_result_finite,
     check_positive_int,
     check_same_dtype_device,
     check_weights,
@@ -28,7 +29,7 @@ __all__ = ["softmax_attention", "linear_attention", "softmax_weights"]
 
 
 def _validate(tokens, queries, U, V, weights):
-    tokens = as_tensor_arg("tokens", tokens, min_dim=2)
+    tokens = as_tensor_arg("tokens", tokens, min_dim=2, finite=False)  # checked via the result
     queries = as_tensor_arg("queries", queries, min_dim=2)
     U = as_tensor_arg("U", U)
     V = None if V is None else as_tensor_arg("V", V)
@@ -74,14 +75,17 @@ def softmax_weights(tokens, queries, U, *, weights=None):
     Tensor, shape (..., Q, L); each row sums to one.
     """
     tokens, queries, U, _, weights = _validate(tokens, queries, U, None, weights)
-    return torch.softmax(_scores(tokens, queries, U, weights), dim=-1)
+    p = torch.softmax(_scores(tokens, queries, U, weights), dim=-2).mT
+    return check_result_finite(p, "tokens", tokens)
 
 
 def _scores(tokens, queries, U, weights):
+    """Scores laid out as (..., L, Q): ``tokens @ (U z)`` is a tall-skinny product that BLAS streams in one
+    pass over the tokens (the (Q, D) x (D, L) orientation takes a much slower path for small Q)."""
     a = queries @ U.mT  # (..., Q, D): the tilt direction a = U z for each query
-    scores = a @ tokens.mT  # (..., Q, L): z_i^T U z
+    scores = tokens @ a.mT  # (..., L, Q): z_i^T U z
     if weights is not None:
-        scores = scores + torch.log(weights).unsqueeze(-2)  # log 0 = -inf drops the token
+        scores = scores + torch.log(weights).unsqueeze(-1)  # log 0 = -inf drops the token
     return scores
 
 
@@ -126,32 +130,36 @@ def softmax_attention(tokens, queries, U, V, *, weights=None, chunk_size=None):
     tokens, queries, U, V, weights = _validate(tokens, queries, U, V, weights)
     L = tokens.shape[-2]
     if chunk_size is None or chunk_size >= L:
-        p = torch.softmax(_scores(tokens, queries, U, weights), dim=-1)  # (..., Q, L)
-        return (p @ tokens) @ V.mT  # tilted mean (..., Q, D), then V
-    return _streaming_softmax_attention(tokens, queries, U, V, weights, chunk_size)
+        p = torch.softmax(_scores(tokens, queries, U, weights), dim=-2)  # (..., L, Q)
+        out = (p.mT @ tokens) @ V.mT  # tilted mean (..., Q, D), then V
+    else:
+        out = _streaming_softmax_attention(tokens, queries, U, V, weights, chunk_size)
+    return check_result_finite(out, "tokens", tokens)
 
 
 def _streaming_softmax_attention(tokens, queries, U, V, weights, chunk_size):
-    """Online softmax: one pass over the prompt keeping the running max ``m``, the running normaliser
-    ``s = sum_i w_i exp(score_i - m)`` and the running numerator ``n = sum_i w_i exp(score_i - m) z_i``."""
-    a = queries @ U.mT  # (..., Q, D)
-    lead_q = a.shape[:-1]
-    m = torch.full(lead_q, float("-inf"), dtype=a.dtype, device=a.device)  # (..., Q)
-    s = torch.zeros(lead_q, dtype=a.dtype, device=a.device)
-    n = torch.zeros(a.shape, dtype=a.dtype, device=a.device)  # (..., Q, D)
+    """Online softmax (Milakov & Gimelshein 2018): one pass over the prompt keeping the running max ``m``,
+    the running normaliser ``s = sum_i w_i exp(score_i - m)`` and the running numerator
+    ``n = sum_i w_i exp(score_i - m) z_i``. A chunk of ``chunk_size`` tokens is read from memory once and
+    reused from cache by the two small products."""
+    a_t = (queries @ U.mT).mT  # (..., D, Q)
+    lead_q = a_t.shape[:-2] + a_t.shape[-1:]  # (..., Q)
+    m = torch.full(lead_q, float("-inf"), dtype=a_t.dtype, device=a_t.device)
+    s = torch.zeros(lead_q, dtype=a_t.dtype, device=a_t.device)
+    n = torch.zeros(lead_q + tokens.shape[-1:], dtype=a_t.dtype, device=a_t.device)  # (..., Q, D)
     L = tokens.shape[-2]
     for start in range(0, L, chunk_size):
         chunk = tokens[..., start : start + chunk_size, :]  # (..., c, D)
-        sc = a @ chunk.mT  # (..., Q, c)
+        sc = chunk @ a_t  # (..., c, Q)
         if weights is not None:
-            sc = sc + torch.log(weights[..., start : start + chunk_size]).unsqueeze(-2)
-        m_new = torch.maximum(m, sc.amax(-1))
+            sc = sc + torch.log(weights[..., start : start + chunk_size]).unsqueeze(-1)
+        m_new = torch.maximum(m, sc.amax(-2))
         # Before any token with positive weight has been seen, m_new is -inf; shift by 0 instead.
         shift = torch.where(torch.isfinite(m_new), m_new, torch.zeros_like(m_new))
         rescale = torch.exp(m - shift)  # 0 on the first contributing chunk
-        e = torch.exp(sc - shift.unsqueeze(-1))  # (..., Q, c)
-        s = s * rescale + e.sum(-1)
-        n = n * rescale.unsqueeze(-1) + e @ chunk
+        e = torch.exp(sc - shift.unsqueeze(-2))  # (..., c, Q)
+        s = s * rescale + e.sum(-2)
+        n = n * rescale.unsqueeze(-1) + e.mT @ chunk
         m = m_new
     return (n / s.unsqueeze(-1)) @ V.mT
 
@@ -174,9 +182,9 @@ def linear_attention(tokens, queries, U, V, *, weights=None):
         As :func:`softmax_attention`.
     """
     tokens, queries, U, V, weights = _validate(tokens, queries, U, V, weights)
-    scores = (queries @ U.mT) @ tokens.mT  # (..., Q, L)
+    scores = tokens @ (queries @ U.mT).mT  # (..., L, Q)
     if weights is None:
         coef = scores / tokens.shape[-2]
     else:
-        coef = scores * (weights / weights.sum(-1, keepdim=True)).unsqueeze(-2)
-    return (coef @ tokens) @ V.mT
+        coef = scores * (weights / weights.sum(-1, keepdim=True)).unsqueeze(-1)
+    return check_result_finite((coef.mT @ tokens) @ V.mT, "tokens", tokens)
