@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 MODE   ?= default
 JOBS   ?= 2
 
-.PHONY: install book test bench sync clean
+.PHONY: install vendor book test bench sync students clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,12 +16,17 @@ $(STAMP): requirements.txt pyproject.toml
 
 install: $(STAMP)
 
+## Fetch the pinned MathJax and widget-manager files into book/_vendor (build_book.py does it when needed).
+vendor: $(STAMP)
+	$(PY) tools/fetch_vendor.py
+
 ## Execute every chapter with papermill (MODE=fast|default|paper) and build the site with -W.
 book: $(STAMP)
 	$(PY) tools/build_book.py --mode $(MODE) -j $(JOBS)
 	@echo "Site: $(CURDIR)/_build/stage/_build/html/index.html"
 
-## Unit and property tests, notebook checks, fast execution of every chapter, site build and browser checks.
+## Unit and property tests, notebook checks, fast execution of every chapter, site build, every notebook in a
+## fresh Colab-like venv (tests/test_colab.py) and the browser checks of every page (tests/test_site.py).
 test: $(STAMP)
 	$(PY) -m pytest
 
@@ -32,6 +37,10 @@ bench: $(STAMP)
 ## Re-pair every chapter's .ipynb after editing its .md (keeps cell ids stable).
 sync: $(STAMP)
 	for f in book/[0-9]*.md; do $(VENV)/bin/jupytext --sync "$$f"; done
+
+## Student copies of the notebooks, solutions removed: _build/student-notebooks/ and a zip.
+students: $(STAMP)
+	$(PY) tools/student_notebooks.py
 
 clean:
 	rm -rf _build .pytest_cache .hypothesis

@@ -12,7 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
-STAGE = ROOT / "_build" / "test-stage"
+# Where the fast-mode test build goes; SOFTLIN_TEST_STAGE overrides it (e.g. to reuse a stage built by hand).
+STAGE = Path(os.environ.get("SOFTLIN_TEST_STAGE", ROOT / "_build" / "test-stage")).resolve()
 
 
 @pytest.fixture(scope="session")

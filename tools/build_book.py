@@ -1,6 +1,8 @@
 #!/usr/bin/env python
 """Stage, execute and build the book (DESIGN.md section 2).
 
+0. Make sure the vendored MathJax and widget-manager files are in ``book/_vendor`` (tools/fetch_vendor.py;
+   cached, so offline after the first time).
 1. Copy ``_config.yml``, ``_toc.yml`` and ``book/`` into a staging folder (default ``_build/stage``).
 2. Execute every notebook chapter of ``_toc.yml`` with papermill, injecting ``mode`` and ``device`` into the
    cell tagged ``parameters``; the injected cell is tagged ``remove-cell``. The executed ``.ipynb`` replaces
@@ -31,6 +33,9 @@ from multiprocessing import get_context
 from pathlib import Path
 
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import fetch_vendor  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MODES = ("fast", "default", "paper")
@@ -77,6 +82,12 @@ def notebook_chapters(root: Path = ROOT) -> list[Path]:
     return chapters
 
 
+def cell_timeout() -> int:
+    """Seconds one cell may run in fast and default mode (``execute.timeout`` of ``_config.yml``), so that a
+    hung kernel fails the build instead of stalling it; paper mode has no limit."""
+    return int(yaml.safe_load((ROOT / "_config.yml").read_text())["execute"]["timeout"])
+
+
 def execute_one(md_path: str, out_path: str, mode: str, device: str, threads: int) -> dict:
     """Execute one chapter with papermill; return its timing record. Runs in a worker process."""
     os.environ.setdefault("OMP_NUM_THREADS", str(threads))
@@ -94,6 +105,7 @@ def execute_one(md_path: str, out_path: str, mode: str, device: str, threads: in
         papermill.execute_notebook(
             nb, out_path, parameters={"mode": mode, "device": device}, cwd=str(Path(out_path).parent),
             kernel_name="python3", progress_bar=False, log_output=False,
+            execution_timeout=None if mode == "paper" else cell_timeout(),
         )
     except Exception as exc:  # papermill raises PapermillExecutionError with the cell traceback
         error = f"{type(exc).__name__}: {exc}"
@@ -145,9 +157,12 @@ def write_status(stage: Path, records: list[dict], mode: str, jobs: int, titles:
     lines += [f"| **all chapters** | **{total:.1f}** | |", "", "## Package versions", "",
               "| package | version |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in versions().items()]
+    lines += [f"| {spec.rsplit('@', 1)[0]} (JavaScript, served by this site) | {spec.rsplit('@', 1)[1]} |"
+              for spec in fetch_vendor.PACKAGES]
     lines.append("")
     (stage / "book" / "status.md").write_text("\n".join(lines))
-    (stage / "status.json").write_text(json.dumps({"mode": mode, "jobs": jobs, "chapters": records}, indent=1))
+    (stage / "status.json").write_text(json.dumps({"mode": mode, "jobs": jobs, "chapters": records,
+                                                  "versions": versions()}, indent=1))
 
 
 def stage_config(stage: Path) -> None:
@@ -168,6 +183,7 @@ def main(argv=None) -> int:
     ap.add_argument("--no-html", action="store_true", help="execute only; skip the Sphinx build")
     args = ap.parse_args(argv)
 
+    fetch_vendor.ensure()
     stage = args.stage.resolve()
     if stage.exists():
         shutil.rmtree(stage)

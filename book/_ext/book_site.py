@@ -1,0 +1,143 @@
+"""Small site additions and fixes for the book (a local Sphinx extension).
+
+1. An "Open in Colab" badge under the title of every notebook page. It links to the chapter's paired
+   ``.ipynb`` on the repository's branch, built from ``_config.yml`` alone (``repository.url``,
+   ``repository.branch``, ``repository.path_to_book``, ``launch_buttons.colab_url``), like the theme's
+   launch button. The badge is inline SVG with a text label: no image download, the same offline.
+2. Alt text for the pictures of frozen widgets. The ipywidgets HTML manager draws a saved ``Output``
+   widget's plot as an ``<img>`` without ``alt``; a short script gives each one a description built from
+   the explorer's own controls ("Interactive explorer, frozen on this page at L = 64, u = 0.5: ...").
+3. ipywidgets 8 typesets widget labels through the MathJax 2 API (``MathJax.Hub.Queue``), which MathJax 3
+   lacks (an uncaught error on every widget page); a two-line shim forwards it to ``typesetPromise``.
+4. A ``{prf:proof}`` with ``:class: dropdown`` has no title, so sphinx-togglebutton crashed on it (and
+   left every later dropdown of the page open); such proofs get a "Proof" title and a unique id.
+5. sphinx-thebe registers its configuration script twice ("Identifier 'THEBE_JS_URL' has already been
+   declared"); duplicate scripts are dropped from each page.
+
+Enabled from ``_config.yml`` (``sphinx: local_extensions: {book_site: book/_ext}``).
+"""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+
+from docutils import nodes
+
+BADGE = """<p class="colab-badge-line"><a class="colab-badge reference external" href="{url}"
+ title="Open this chapter's notebook in Google Colab" target="_blank" rel="noopener">
+<svg xmlns="http://www.w3.org/2000/svg" width="117" height="20" viewBox="0 0 117 20" role="img"
+ aria-label="Open in Colab"><title>Open in Colab</title>
+<rect width="117" height="20" rx="3" fill="#555"/><rect x="51" width="66" height="20" rx="3" fill="#E37400"/>
+<rect x="51" width="4" height="20" fill="#E37400"/>
+<g fill="#fff" font-family="Verdana,DejaVu Sans,sans-serif" font-size="11" text-anchor="middle">
+<text x="26" y="14">Open in</text><text x="84" y="14">Colab</text></g></svg></a></p>"""
+
+# Runs on every page; only touches images inside rendered widgets that have no alt text yet, and
+# MathJax 3 when a widget asks for the MathJax 2 API.
+PAGE_JS = r"""
+(function () {
+  document.addEventListener('DOMContentLoaded', function () {
+    var MJ = window.MathJax;  // MathJax is loaded with `defer`: it has started by now
+    if (MJ && MJ.startup && !MJ.Hub) {
+      MJ.Hub = {Queue: function () {
+        Array.prototype.forEach.call(arguments, function (job) {
+          if (Array.isArray(job) && job[0] === 'Typeset' && job[2]) {
+            MJ.startup.promise = MJ.startup.promise.then(function () { return MJ.typesetPromise([job[2]]); });
+          }
+        });
+      }};
+    }
+  });
+  function describe(img) {
+    var area = img.closest('.cell') || img.closest('.jupyter-widgets') || document.body;
+    var parts = [];
+    area.querySelectorAll('.widget-slider, .widget-dropdown, .widget-checkbox, .widget-text, .widget-radio-box')
+      .forEach(function (w) {
+        var label = w.querySelector('.widget-label');
+        var value = w.querySelector('.widget-readout, select, input');
+        var v = value ? (value.value !== undefined && value.value !== '' ? value.value : value.textContent) : '';
+        if (value && value.type === 'checkbox') { v = value.checked ? 'on' : 'off'; }
+        if (label && label.textContent.trim()) { parts.push(label.textContent.trim() + ' = ' + String(v).trim()); }
+      });
+    return 'Interactive explorer, frozen on this page' + (parts.length ? ' at ' + parts.join(', ') : '') +
+      ': the plot saved when the notebook ran. The figure after it shows the same plot for several values.';
+  }
+  function fix(root) {
+    (root.querySelectorAll ? root : document).querySelectorAll('.jupyter-widgets img:not([alt]), .widget-output img:not([alt])')
+      .forEach(function (img) { img.setAttribute('alt', describe(img)); });
+  }
+  function start() {
+    fix(document);
+    new MutationObserver(function () { fix(document); })
+      .observe(document.body, {childList: true, subtree: true});
+  }
+  if (document.readyState === 'loading') { document.addEventListener('DOMContentLoaded', start); } else { start(); }
+})();
+"""
+
+
+def colab_url(config, docname: str) -> str | None:
+    """The Colab URL of ``docname``'s paired notebook, or None when the config names no GitHub repo."""
+    opts = config.html_theme_options
+    repo = (opts.get("repository_url") or "").rstrip("/")
+    colab = (opts.get("launch_buttons", {}) or {}).get("colab_url", "").rstrip("/")
+    if "github.com/" not in repo or not colab:
+        return None
+    org, name = repo.split("github.com/", 1)[1].split("/")[:2]
+    branch = opts.get("repository_branch") or "main"
+    prefix = (opts.get("path_to_docs") or "").strip("/")
+    path = f"{prefix}/{docname}.ipynb" if prefix else f"{docname}.ipynb"
+    return f"{colab}/github/{org}/{name}/blob/{branch}/{path}"
+
+
+def is_notebook(app, docname: str) -> bool:
+    if "kernelspec" in app.env.metadata.get(docname, {}):
+        return True
+    return Path(str(app.env.doc2path(docname))).suffix == ".ipynb"
+
+
+def add_badge(app, doctree, docname):
+    if app.builder.format != "html" or not is_notebook(app, docname):
+        return
+    url = colab_url(app.config, docname)
+    if url is None:
+        return
+    for section in doctree.findall(nodes.section):
+        title = next(iter(section.findall(nodes.title)), None)
+        if title is not None:
+            section.insert(section.index(title) + 1,
+                           nodes.raw("", BADGE.format(url=escape(url, quote=True)), format="html"))
+            return
+
+
+def title_dropdown_proofs(app, doctree):
+    """Give every dropdown proof a "Proof" title (the "Proof. " lead-in moves into it) and its own id."""
+    for n, adm in enumerate(doctree.findall(nodes.admonition)):
+        classes = adm.get("classes", [])
+        if "proof" not in classes or "dropdown" not in classes or any(isinstance(c, nodes.title) for c in adm):
+            continue
+        first = next(iter(adm.findall(nodes.Text)), None)
+        if first is not None and first.astext().startswith("Proof. "):
+            first.parent.replace(first, nodes.Text(first.astext()[len("Proof. "):]))
+        adm.insert(0, nodes.title("", "Proof"))
+        adm["ids"] = [i for i in adm["ids"] if i != "proof"] or [f"proof-{n}"]
+
+
+def drop_duplicate_scripts(app, pagename, templatename, context, doctree):
+    seen, unique = set(), []
+    for js in context.get("script_files", []):
+        key = (getattr(js, "filename", str(js)) or "", tuple(sorted(getattr(js, "attributes", {}).items())))
+        if key not in seen:
+            seen.add(key)
+            unique.append(js)
+    if "script_files" in context:
+        context["script_files"][:] = unique
+
+
+def setup(app):
+    app.connect("doctree-read", title_dropdown_proofs)
+    app.connect("doctree-resolved", add_badge)
+    app.connect("html-page-context", drop_duplicate_scripts, priority=900)
+    app.add_js_file(None, body=PAGE_JS)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

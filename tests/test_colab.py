@@ -1,0 +1,200 @@
+"""Every paired ``book/*.ipynb`` runs in a Colab-like fresh environment, installing ``softlin`` itself.
+
+The environment (``_build/colab-venv``, cached and reused while the pins do not change) holds only what
+Colab has by default and this book uses: torch, numpy, matplotlib and ipywidgets, plus ipykernel, the
+kernel a Colab runtime runs. The pins are those of ``requirements.txt``. ``softlin`` and everything it
+depends on beyond these (scipy, tqdm) must come from the notebook's own setup cell. The setup cell's
+install source is pointed at this checkout through one environment variable, ``SOFTLIN_SOURCE`` (a copy
+of the files git would commit, as a clone would have them), so a broken install cell, a missing
+dependency in ``pyproject.toml`` or a notebook that relies on the build environment fails here.
+
+Each notebook is executed with papermill (run from the build environment, as Colab's frontend drives
+its kernel) in ``fast`` mode through a kernel started from the fresh environment. The environment is
+reset to its base packages once per session, so the first notebook installs ``softlin`` and its
+dependencies; before every later notebook ``softlin`` alone is uninstalled again, so that each setup
+cell really installs it (reinstalling scipy six times would only cost time: the setup cells are the same
+code, which ``test_every_setup_cell_is_the_generated_one`` checks). The executed notebooks are kept in
+``_build/colab-run/``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from build_book import notebook_chapters
+
+pytestmark = pytest.mark.book
+
+ROOT = Path(__file__).resolve().parents[1]
+VENV = Path(os.environ.get("SOFTLIN_COLAB_VENV", ROOT / "_build" / "colab-venv")).resolve()
+RUNS = ROOT / "_build" / "colab-run"
+CHAPTERS = notebook_chapters(ROOT)
+# What a Colab runtime has that this book uses (plus its kernel); nothing else goes into the environment.
+COLAB_HAS = ["torch", "numpy", "matplotlib", "ipywidgets", "ipykernel"]
+KERNEL = "softlin-colab-test"
+
+
+def colab_requirements() -> list[str]:
+    """The requirements.txt lines (with their pins) of the packages in COLAB_HAS."""
+    lines = {}
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        name = re.split(r"[=<>!~\[; ]", line, maxsplit=1)[0].lower()
+        if name in COLAB_HAS:
+            lines[name] = line
+    missing = [n for n in COLAB_HAS if n not in lines]
+    assert not missing, f"requirements.txt does not pin {missing}"
+    return [lines[n] for n in COLAB_HAS]
+
+
+def venv_python() -> Path:
+    return VENV / "bin" / "python"
+
+
+def run(cmd, **kw) -> subprocess.CompletedProcess:
+    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
+    if proc.returncode != 0:
+        raise AssertionError(f"`{' '.join(map(str, cmd))}` failed (rc={proc.returncode}):\n"
+                             f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def freeze() -> dict[str, str]:
+    out = run([venv_python(), "-m", "pip", "list", "--format=json", "--disable-pip-version-check"]).stdout
+    return {p["name"].lower().replace("_", "-"): p["version"] for p in json.loads(out)}
+
+
+def importable(module: str) -> bool:
+    code = f"import importlib.util, sys; sys.exit(0 if importlib.util.find_spec({module!r}) else 1)"
+    return subprocess.run([str(venv_python()), "-c", code], env=clean_env()).returncode == 0
+
+
+def clean_env(**extra) -> dict:
+    """The environment of the fresh kernel: nothing that would let it see the build environment."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP", "JUPYTER_PATH")}
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="session")
+def colab_venv():
+    """The cached fresh environment, (re)created when requirements.txt's pins of COLAB_HAS change."""
+    reqs = colab_requirements()
+    key = hashlib.sha256(json.dumps([reqs, sys.version, str(VENV)]).encode()).hexdigest()
+    stamp = VENV / "colab-test.json"
+    try:
+        ok = json.loads(stamp.read_text())["key"] == key and venv_python().exists()
+    except (OSError, ValueError, KeyError):
+        ok = False
+    if not ok:
+        shutil.rmtree(VENV, ignore_errors=True)
+        run([sys.executable, "-m", "venv", VENV])
+        run([venv_python(), "-m", "pip", "install", "-q", "--disable-pip-version-check", *reqs], env=clean_env())
+        base = freeze()
+        stamp.write_text(json.dumps({"key": key, "requirements": reqs, "base": base}, indent=1))
+    base = json.loads(stamp.read_text())["base"]
+    assert "softlin" not in base and "scipy" not in base, "the fresh environment must not hold softlin or scipy"
+    reset_to_base(base)  # once per session: the first notebook installs softlin's dependencies itself
+    return base
+
+
+@pytest.fixture(scope="session")
+def checkout_copy(tmp_path_factory):
+    """The files git would commit (tracked, plus new files that are not ignored), as a clone has them."""
+    dest = tmp_path_factory.mktemp("checkout") / "softlin-book"
+    files = run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT).stdout
+    for rel in filter(None, files.split("\0")):
+        src = ROOT / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    assert (dest / "pyproject.toml").is_file() and (dest / "lib" / "softlin" / "__init__.py").is_file()
+    return dest
+
+
+@pytest.fixture(scope="session")
+def kernel_dir(tmp_path_factory, colab_venv):
+    """A Jupyter data folder holding one kernel spec that starts the fresh environment's Python."""
+    root = tmp_path_factory.mktemp("jupyter")
+    spec = root / "kernels" / KERNEL
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [str(venv_python()), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (fresh Colab-like environment)", "language": "python"}))
+    return root
+
+
+def test_every_setup_cell_is_the_generated_one():
+    """The first code cell of every chapter is exactly the setup cell tools/new_chapter.py writes."""
+    import jupytext
+    from new_chapter import setup_cell
+
+    expected = re.search(r"```\{code-cell\} ipython3\n:tags: \[remove-cell\]\n\n(.*?)\n```", setup_cell(), re.S)[1]
+    for md in CHAPTERS:
+        first = next(c for c in jupytext.read(md).cells if c.cell_type == "code")
+        assert first.source.strip() == expected.strip(), (
+            f"{md.name}: the first code cell differs from the setup cell of tools/new_chapter.py")
+        assert first.metadata.get("tags") == ["remove-cell"], f"{md.name}: the setup cell must be tagged remove-cell"
+
+
+def reset_to_base(base: dict) -> None:
+    extra = sorted(set(freeze()) - set(base))
+    if extra:
+        run([venv_python(), "-m", "pip", "uninstall", "-y", "-q", *extra])
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_paired_notebook_runs_in_a_fresh_colab_like_environment(md, colab_venv, checkout_copy, kernel_dir,
+                                                                  monkeypatch, tmp_path):
+    import papermill
+
+    ipynb = md.with_suffix(".ipynb")
+    assert ipynb.exists(), f"{ipynb.name} is missing (jupytext --sync {md.relative_to(ROOT)})"
+    if "softlin" in freeze():
+        run([venv_python(), "-m", "pip", "uninstall", "-y", "-q", "softlin"])
+    assert not importable("softlin"), "softlin must not be importable before the setup cell runs"
+
+    for key, value in clean_env(SOFTLIN_SOURCE=str(checkout_copy), JUPYTER_PATH=str(kernel_dir)).items():
+        monkeypatch.setenv(key, value)
+    for key in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP"):
+        monkeypatch.delenv(key, raising=False)
+    RUNS.mkdir(parents=True, exist_ok=True)
+    out = RUNS / ipynb.name
+    # A fast-mode cell takes seconds. Rarely (once in a dozen runs here) a kernel stops answering in the
+    # explorer cell with idle CPU (ipywidgets comm traffic under nbclient; cf. jupyter/nbclient#312), so a
+    # cell that hits the timeout is retried once, from a reset environment; a second timeout fails.
+    timeout = int(os.environ.get("SOFTLIN_CELL_TIMEOUT", "240"))
+    for attempt in (1, 2):
+        try:
+            papermill.execute_notebook(
+                str(ipynb), str(out), parameters={"mode": "fast"}, kernel_name=KERNEL, cwd=str(tmp_path),
+                progress_bar=False, log_output=False, execution_timeout=timeout,
+            )
+            break
+        except Exception as exc:  # papermill re-raises a cell's error; nbclient raises timeouts itself
+            name = getattr(exc, "ename", type(exc).__name__)
+            if attempt == 1 and name in ("CellTimeoutError", "TimeoutError", "DeadKernelError"):
+                print(f"{ipynb.name}: {name} ({exc}); retrying once")
+                reset_to_base(colab_venv)
+                continue
+            detail = (f"{exc.ename}: {exc.evalue}\n{''.join(exc.traceback)[-3000:]}"
+                      if isinstance(exc, papermill.PapermillExecutionError) else f"{name}: {exc}")
+            pytest.fail(f"{ipynb.name} failed in the fresh environment (executed copy: {out}):\n{detail}")
+
+    after = freeze()
+    assert "softlin" in after, f"{ipynb.name}: the setup cell did not install softlin"
+    assert after.get("torch") == colab_venv["torch"], (
+        f"{ipynb.name}: installing softlin changed torch {colab_venv['torch']} -> {after.get('torch')}; "
+        "softlin must never pin torch")
+    changed = {k: (colab_venv[k], after.get(k)) for k in colab_venv if after.get(k) != colab_venv[k]}
+    assert not changed, f"{ipynb.name}: the setup cell changed Colab's own packages: {changed}"

@@ -1,0 +1,134 @@
+"""The course apparatus every chapter of ``_toc.yml`` (the numbered ``book/NN_*.md`` notebooks) shares,
+checked on the MyST sources.
+
+* It opens with an "In this chapter" box giving learning objectives, prerequisites and the time it
+  takes (reading, default-mode CPU run, Colab), and closes with a ``## Summary`` (its last section).
+* Its exercises are sphinx-exercise ``{exercise}`` blocks, each with a labelled ``{solution}`` folded in a
+  dropdown.
+* Every figure cell has a caption, a label (``fig-...``) and alt text that describes the figure, and
+  figures use the book's colour-blind-safe style (``softlin.plotting.use_book_style``), with no rainbow
+  colour map.
+* The instructor page covers the plan, GPU needs and how to hand out the notebooks.
+
+Chapters still missing an item fail with a message that says which item.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import jupytext
+import pytest
+
+from build_book import notebook_chapters
+
+ROOT = Path(__file__).resolve().parents[1]
+# Chapters are the numbered notebooks; appendix notebooks (e.g. book/performance.md) are not courses.
+CHAPTERS = [md for md in notebook_chapters(ROOT) if re.match(r"\d\d_", md.stem)]
+PLACEHOLDER = re.compile(r"(^|\s)(\.\.\.|…|TODO|TBD)(\s|$)", re.M)
+RAINBOW = re.compile(r"""cmap\s*=\s*["'](jet|rainbow|hsv|gist_rainbow|nipy_spectral|gist_ncar|turbo)["']""")
+
+
+def markdown(md: Path) -> str:
+    return "\n".join(c.source for c in jupytext.read(md).cells if c.cell_type == "markdown")
+
+
+def box(md: Path) -> str:
+    text = markdown(md)
+    m = re.search(r":::\{admonition\} In this chapter\n(.*?)\n:::", text, re.S)
+    assert m, f"{md.name}: no ':::{{admonition}} In this chapter' box after the title"
+    return m.group(1)
+
+
+def field(md: Path, name: str) -> str:
+    m = re.search(rf"\*\*{name}\.\*\*(.*?)(?=\n\*\*[A-Z][a-z]+\.\*\*|\Z)", box(md), re.S)
+    assert m, f"{md.name}: the 'In this chapter' box has no **{name}.** entry"
+    return m.group(1).strip()
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_opens_with_objectives_prerequisites_and_time(md):
+    nb = jupytext.read(md)
+    first_code = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
+    before = "\n".join(c.source for c in nb.cells[:first_code] if c.cell_type == "markdown")
+    assert "{admonition} In this chapter" in before, f"{md.name}: the 'In this chapter' box must open the chapter"
+    objectives = field(md, "Learning objectives")
+    assert not PLACEHOLDER.search(objectives) and len(objectives) > 40, (
+        f"{md.name}: learning objectives are missing or a placeholder: {objectives[:80]!r}")
+    prerequisites = field(md, "Prerequisites")
+    assert not PLACEHOLDER.search(prerequisites) and len(prerequisites) > 10, (
+        f"{md.name}: prerequisites are missing or a placeholder: {prerequisites[:80]!r}")
+    time = field(md, "Time")
+    assert not PLACEHOLDER.search(time), f"{md.name}: the time estimate is a placeholder: {time!r}"
+    for what, pattern in [("reading time in minutes", r"\d+\s*min"), ("CPU run time", r"CPU"),
+                          ("Colab run time", r"Colab")]:
+        assert re.search(pattern, time), f"{md.name}: the time estimate gives no {what}: {time!r}"
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_closes_with_a_summary(md):
+    text = markdown(md)
+    sections = re.findall(r"^## (.+)$", text, re.M)
+    assert sections and sections[-1].strip() == "Summary", (
+        f"{md.name}: the last section must be '## Summary' (sections: {sections})")
+    summary = text.split("\n## Summary", 1)[1]
+    bullets = re.findall(r"^\s*[-*] (.+)$", summary, re.M)
+    assert len(bullets) >= 2, f"{md.name}: the summary needs at least two bullet points"
+    assert not PLACEHOLDER.search(summary), f"{md.name}: the summary still holds a placeholder"
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_exercises_have_folded_solutions(md):
+    text = markdown(md)
+    exercises = re.findall(r"^(`{3,})\{exercise\}.*\n((?::[a-z-]+:.*\n)*)", text, re.M)
+    assert exercises, f"{md.name}: no sphinx-exercise {{exercise}} block"
+    labels = []
+    for _, options in exercises:
+        m = re.search(r":label:\s*(\S+)", options)
+        assert m, f"{md.name}: an exercise has no :label: (its solution needs one)"
+        labels.append(m.group(1))
+    solutions = dict(re.findall(r"^`{3,}\{solution\}\s*(\S+)\n((?::[a-z-]+:.*\n)*)", text, re.M))
+    for label in labels:
+        assert label in solutions, f"{md.name}: exercise {label} has no {{solution}} {label}"
+        assert re.search(r":class:.*\bdropdown\b", solutions[label]), (
+            f"{md.name}: the solution of {label} is not folded (add `:class: dropdown`)")
+
+
+def figure_cells(md: Path):
+    for cell in jupytext.read(md).cells:
+        if cell.cell_type == "code" and "figure" in cell.metadata.get("mystnb", {}):
+            yield cell
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_figure_cells_have_caption_label_and_alt_text(md):
+    for cell in figure_cells(md):
+        meta = cell.metadata["mystnb"]
+        head = cell.source.splitlines()[0] if cell.source else ""
+        caption = (meta["figure"].get("caption") or "").strip()
+        name = meta["figure"].get("name") or ""
+        alt = ((meta.get("image") or {}).get("alt") or "").strip()
+        assert len(caption) > 20, f"{md.name}: figure cell starting {head!r} has no real caption"
+        assert re.fullmatch(r"fig-[a-z0-9-]+", name), f"{md.name}: figure cell {head!r} needs a `name: fig-...` label"
+        assert len(alt) > 30 and not alt.startswith("<Figure"), (
+            f"{md.name}: figure {name} needs alt text that describes it (mystnb: image: alt:)")
+        assert "hide-input" in cell.metadata.get("tags", []), f"{md.name}: figure {name} cell must be tagged hide-input"
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_figures_use_the_book_style(md):
+    code = "\n".join(c.source for c in jupytext.read(md).cells if c.cell_type == "code")
+    if any(True for _ in figure_cells(md)):
+        assert "use_book_style()" in code, f"{md.name}: call softlin.plotting.use_book_style() before plotting"
+    assert not RAINBOW.search(code), f"{md.name}: rainbow colour maps are not colour-blind safe: {RAINBOW.search(code)[0]}"
+    assert "plt.style.use" not in code, f"{md.name}: use softlin.plotting.use_book_style(), not another style"
+
+
+def test_instructor_page_covers_plan_gpu_and_distribution():
+    text = (ROOT / "book" / "instructor.md").read_text()
+    assert "Placeholder" not in text
+    for topic in ("90 minutes", "GPU", "paper", "Colab", ".ipynb", "student"):
+        assert topic in text, f"book/instructor.md does not mention {topic!r}"
+    for md in CHAPTERS:
+        assert f"{{doc}}`{md.stem}`" in text or f"<{md.stem}>`" in text, f"book/instructor.md does not link {md.stem}"

@@ -1,0 +1,346 @@
+"""The built site, as a reader's browser shows it (headless Debian Chromium driven by playwright).
+
+Every page of ``_toc.yml`` is opened from the fast-mode test build (the ``built_book`` fixture) with the
+network cut off, and checked for what a reader would see:
+
+* MathJax typeset the math: every ``.math`` element holds an ``mjx-container``, no raw TeX is left;
+* every image loaded and has real alt text (not empty, not matplotlib's ``<Figure size ...>`` repr);
+  every content image outside a widget is a numbered, captioned figure with a label (``id``);
+* notebook pages have the theme's Colab launch link and the "Open in Colab" badge, both pointing at
+  the chapter's paired ``.ipynb`` on the configured repository branch, and that file exists here;
+* every internal link resolves to an existing file, and its ``#anchor`` to an element of that page;
+* no error text: no traceback or ``...Error:`` line in a cell output, no stderr output, no Sphinx
+  system message, no JavaScript exception, no failed or external (CDN) request;
+* every saved widget view was rendered (no empty placeholder, no "Loading widget..." / "Error
+  displaying widget").
+
+A full-page screenshot of every page is written to ``_build/screenshots/`` to be looked at.
+Chromium comes from Debian (``apt-get install -y chromium``, done here when missing and running as root).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+import yaml
+
+from build_book import notebook_chapters, toc_files
+
+pytestmark = [pytest.mark.book, pytest.mark.browser]
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOTS = ROOT / "_build" / "screenshots"
+PAGES = toc_files(ROOT / "_toc.yml")
+NOTEBOOK_PAGES = {str(p.relative_to(ROOT).with_suffix("")) for p in notebook_chapters(ROOT)}
+
+# What Chromium prints on the console that is not an error of this site: the widget manager validates
+# its own JSON schema with ajv in strict mode and warns about it (a warning, listed for clarity).
+BENIGN_CONSOLE = [re.compile(r"strict mode: use allowUnionTypes")]
+DEFAULT_REPR = re.compile(r"^\s*(<Figure size|<matplotlib|Figure\(|<IPython|image/png|png$|output_)", re.I)
+# A traceback, or a line that starts like an exception report ("ValueError: ..."); a printed "Error: 0.01"
+# or "relative error" is not matched.
+ERROR_LINE = re.compile(r"Traceback \(most recent call last\)|^\s*[A-Z]\w*(Error|Exception|Warning)\b:", re.M)
+
+
+def chromium_path() -> str:
+    """Debian's Chromium, installed with apt-get when missing (CI runs as root on Debian); a GitHub
+    runner's preinstalled Google Chrome also works."""
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    if os.geteuid() == 0 and shutil.which("apt-get"):
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, capture_output=True)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], check=True, env=env, capture_output=True)
+        found = shutil.which("chromium")
+        if found:
+            return found
+    pytest.fail("headless Chromium is needed: install Debian's `chromium` (apt-get install -y chromium)")
+
+
+# Collected in the page after it loaded, MathJax finished and the widgets rendered.
+COLLECT_JS = r"""
+() => {
+  const main = document.querySelector('article.bd-article') || document.querySelector('main') || document.body;
+  const visible = (el) => !!(el.offsetWidth || el.offsetHeight || el.getClientRects().length);
+  const out = {};
+  const maths = [...main.querySelectorAll('.math')];
+  out.math = maths.length;
+  out.math_typeset = maths.filter(m => m.querySelector('mjx-container')).length;
+  // raw TeX left in visible text, outside code
+  const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT, {acceptNode: (n) => {
+    const p = n.parentElement;
+    if (!p || p.closest('pre, code, script, style, mjx-container, mjx-assistive-mml, .highlight, textarea'))
+      return NodeFilter.FILTER_REJECT;
+    return NodeFilter.FILTER_ACCEPT; }});
+  const raw = [], rawMd = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const t = n.textContent;
+    if (/\|\s*:?[-\u2013\u2014]+:?\s*\|/.test(t) || /(^|\s)\*\*\S[^*]*\*\*(\s|$)/.test(t)) rawMd.push(t.trim().slice(0, 120));
+    if (/\\\(|\\\)|\\\[|\\\]|\$\$|\\begin\{|\\frac|\\mathbb|\\mathrm|\$[^$\s][^$]{0,80}\$/.test(t))
+      raw.push(t.trim().slice(0, 120));
+  }
+  out.raw_tex = raw;
+  out.raw_markdown = rawMd;
+  out.images = [...document.images].map(img => ({
+    src: img.currentSrc || img.src, alt: img.getAttribute('alt'), complete: img.complete,
+    width: img.naturalWidth, in_main: main.contains(img),
+    in_widget: !!img.closest('.jupyter-widgets, .widget-subarea, .widget-output'),
+    figure_id: img.closest('figure') ? img.closest('figure').id : null,
+    caption: img.closest('figure') && img.closest('figure').querySelector('figcaption')
+      ? img.closest('figure').querySelector('figcaption').innerText.trim() : null,
+    number: img.closest('figure') && img.closest('figure').querySelector('figcaption .caption-number')
+      ? img.closest('figure').querySelector('figcaption .caption-number').innerText.trim() : null,
+  }));
+  out.links = [...document.querySelectorAll('a[href]')].map(a => a.href);
+  out.headings = [...main.querySelectorAll('h1, h2, h3')].map(h => h.innerText.trim());
+  out.colab_links = [...document.querySelectorAll('a[href*="colab.research.google.com"]')].map(a => ({
+    href: a.href, badge: a.classList.contains('colab-badge'), text: (a.innerText || a.textContent).trim() }));
+  out.badge_label = [...main.querySelectorAll('a.colab-badge svg')].map(s => s.getAttribute('aria-label'));
+  out.outputs = [...main.querySelectorAll('.cell_output')].map(o => o.innerText).filter(t => ERROR_RE.test(t));
+  out.stderr = [...main.querySelectorAll('.cell_output .stderr, .cell_output .output.traceback')]
+    .map(o => o.innerText.slice(0, 300));
+  out.system_messages = [...main.querySelectorAll('.system-message, .problematic')].map(e => e.innerText.slice(0, 200));
+  const views = [...main.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]')];
+  out.widget_views = views.length;
+  out.widget_dead = views.filter(s => {
+    const area = s.previousElementSibling;
+    return !(area && area.classList.contains('widget-subarea') && area.children.length && visible(area));
+  }).length;
+  out.widget_text = /Loading widget|Error displaying widget|Failed to load model|Could not create a view/
+    .test(main.innerText);
+  return out;
+}
+""".replace("ERROR_RE", "/" + ERROR_LINE.pattern.replace("/", "\\/") + "/m")
+
+WAIT_JS = r"""
+() => {
+  const maths = document.querySelectorAll('main .math').length;
+  const mathDone = maths === 0 || (window.MathJax && MathJax.startup && MathJax.startup.document &&
+    document.querySelectorAll('main .math mjx-container').length >= maths);
+  const views = [...document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]')];
+  const widgetsDone = views.every(s => s.previousElementSibling &&
+    s.previousElementSibling.classList.contains('widget-subarea') && s.previousElementSibling.children.length);
+  const imgsDone = [...document.images].every(i => i.complete);
+  return mathDone && widgetsDone && imgsDone;
+}
+"""
+
+
+def shot_name(page: str) -> str:
+    return page.replace("/", "__") + ".png"
+
+
+@pytest.fixture(scope="session")
+def site(built_book):
+    """Open every page of the built site once; return {toc file: collected facts}."""
+    rc, log, stage = built_book
+    if rc != 0:
+        pytest.fail(f"the fast-mode book did not build (rc={rc}); see test_book.py. Last output:\n{log[-3000:]}")
+    html = stage / "_build" / "html"
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for old in SHOTS.glob("*.png"):
+        old.unlink()
+    results = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox", "--disable-gpu"])
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        # The site must render offline: any request that leaves file:// is recorded and refused.
+        external = []
+
+        def refuse(route):
+            external.append(route.request.url)
+            route.abort()
+
+        context.route(re.compile(r"^(https?|wss?)://"), refuse)
+        for f in PAGES:
+            page = context.new_page()
+            events = {"failed": [], "errors": [], "console": []}
+            page.on("requestfailed", lambda r, ev=events: ev["failed"].append(f"{r.url} ({r.failure})"))
+            page.on("pageerror", lambda e, ev=events: ev["errors"].append(str(e)))
+            page.on("console", lambda m, ev=events: ev["console"].append(f"{m.type}: {m.text}")
+                    if m.type in ("error", "warning") else None)
+            external.clear()
+            target = html / (f + ".html")
+            facts = {"exists": target.exists()}
+            if target.exists():
+                page.goto(target.as_uri(), wait_until="load")
+                try:
+                    page.wait_for_function(WAIT_JS, timeout=30_000)
+                    facts["settled"] = True
+                except PlaywrightTimeout:
+                    facts["settled"] = False
+                page.wait_for_timeout(300)  # let late layout (fonts, widget resize) finish before the shot
+                facts.update(page.evaluate(COLLECT_JS))
+                page.screenshot(path=str(SHOTS / shot_name(f)), full_page=True)
+                facts["ids"] = page.evaluate("() => [...document.querySelectorAll('[id]')].map(e => e.id)")
+            facts.update(failed=list(events["failed"]), errors=list(events["errors"]), external=list(external),
+                         console=[c for c in events["console"]
+                                  if not any(b.search(c) for b in BENIGN_CONSOLE)])
+            results[f] = facts
+            page.close()
+        browser.close()
+    return {"pages": results, "html": html, "stage": stage}
+
+
+def facts_of(site, page):
+    facts = site["pages"][page]
+    assert facts["exists"], f"{page}.html was not built"
+    return facts
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_renders_offline_without_script_errors(site, page):
+    f = facts_of(site, page)
+    assert f["settled"], f"{page}: math, widgets or images did not finish rendering within 30 s"
+    assert not f["external"], f"{page}: requests leave the site (CDN?): {f['external'][:5]}"
+    assert not f["failed"], f"{page}: resources failed to load: {f['failed'][:5]}"
+    assert not f["errors"], f"{page}: JavaScript exceptions: {f['errors'][:5]}"
+    assert not f["console"], f"{page}: console errors/warnings: {f['console'][:5]}"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_math_is_typeset(site, page):
+    f = facts_of(site, page)
+    assert f["math_typeset"] == f["math"], (
+        f"{page}: MathJax typeset {f['math_typeset']} of {f['math']} math elements")
+    assert not f["raw_tex"], f"{page}: raw TeX visible on the page: {f['raw_tex'][:5]}"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_no_raw_markdown_is_visible(site, page):
+    f = facts_of(site, page)
+    assert not f["raw_markdown"], f"{page}: unrendered Markdown (table rule or **bold**) visible: {f['raw_markdown'][:3]}"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_images_load_and_have_real_alt_text(site, page):
+    f = facts_of(site, page)
+    for img in f["images"]:
+        where = f"{page}: image {img['src'][-70:]}"
+        assert img["complete"] and img["width"] > 0, f"{where} did not load"
+        alt = (img["alt"] or "").strip()
+        assert alt, f"{where} has no alt text"
+        if img["in_main"]:
+            assert len(alt) >= 20 and not DEFAULT_REPR.search(alt), f"{where}: alt text is not a description: {alt!r}"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_figures_are_numbered_captioned_and_labelled(site, page):
+    f = facts_of(site, page)
+    for img in f["images"]:
+        if not img["in_main"] or img["in_widget"]:
+            continue  # theme icons; a frozen widget's picture is followed by its captioned static figure
+        where = f"{page}: figure {img['src'][-70:]}"
+        assert img["caption"] is not None, (
+            f"{where} is not a captioned figure: give its cell `mystnb: figure: caption/name` and `image: alt`")
+        assert img["number"] and re.match(r"Fig\. \d+(\.\d+)*", img["number"]), (
+            f"{where} has no figure number (caption: {img['caption'][:80]!r})")
+        assert len(img["caption"]) > len(img["number"]) + 10, f"{where}: the caption is empty"
+        assert img["figure_id"], f"{where} has no label (mystnb: figure: name)"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_colab_links_point_at_the_paired_notebook(site, page):
+    f = facts_of(site, page)
+    if page not in NOTEBOOK_PAGES:
+        assert not any(link["badge"] for link in f["colab_links"]), f"{page} is not a notebook but has a badge"
+        return
+    cfg = yaml.safe_load((ROOT / "_config.yml").read_text())
+    repo = cfg["repository"]["url"].rstrip("/")
+    org_repo = repo.split("github.com/", 1)[1]
+    expected = (f"{cfg['launch_buttons']['colab_url'].rstrip('/')}/github/{org_repo}/blob/"
+                f"{cfg['repository']['branch']}/{page}.ipynb")
+    badges = [link for link in f["colab_links"] if link["badge"]]
+    launch = [link for link in f["colab_links"] if not link["badge"]]
+    assert len(badges) == 1, f"{page}: expected one 'Open in Colab' badge, found {len(badges)}"
+    assert f["badge_label"] == ["Open in Colab"], f"{page}: the badge has no 'Open in Colab' label"
+    assert launch, f"{page}: the theme's launch button has no Colab entry"
+    for link in badges + launch:
+        assert link["href"] == expected, f"{page}: Colab link {link['href']} != {expected}"
+        path = ROOT / urlparse(link["href"]).path.split(f"/blob/{cfg['repository']['branch']}/", 1)[1]
+        assert path.is_file(), f"{page}: the Colab link targets {path.relative_to(ROOT)}, which does not exist"
+
+
+_ids_cache: dict[Path, set] = {}
+
+
+def _ids(path: Path, site) -> set:
+    if path not in _ids_cache:
+        rel = path.relative_to(site["html"]).with_suffix("").as_posix()
+        if rel in site["pages"] and "ids" in site["pages"][rel]:
+            _ids_cache[path] = set(site["pages"][rel]["ids"])  # the rendered DOM (includes JS-made ids)
+        else:
+            _ids_cache[path] = set(re.findall(r'\bid="([^"]+)"', path.read_text(errors="replace")))
+    return _ids_cache[path]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_internal_links_resolve(site, page):
+    f = facts_of(site, page)
+    html = site["html"].resolve()
+    broken = []
+    for href in sorted(set(f["links"])):
+        url = urlparse(href)
+        if url.scheme != "file":
+            continue
+        target = Path(unquote(url.path))
+        if target.is_dir():
+            target = target / "index.html"
+        try:
+            target.relative_to(html)
+        except ValueError:
+            broken.append(f"{href} (outside the site)")
+            continue
+        if not target.is_file():
+            broken.append(f"{href} (no such file)")
+        elif url.fragment and target.suffix == ".html" and unquote(url.fragment) not in _ids(target, site):
+            broken.append(f"{href} (no element with id {url.fragment!r})")
+    assert not broken, f"{page}: {len(broken)} broken internal link(s):\n" + "\n".join(broken[:20])
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_no_error_text(site, page):
+    f = facts_of(site, page)
+    assert not f["outputs"], f"{page}: error text in cell outputs:\n" + "\n---\n".join(o[:400] for o in f["outputs"][:3])
+    assert not f["stderr"], f"{page}: cells wrote to stderr (warnings?):\n" + "\n---\n".join(f["stderr"][:3])
+    assert not f["system_messages"], f"{page}: Sphinx/docutils error markers: {f['system_messages'][:3]}"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_headings_are_not_numbered_twice(site, page):
+    f = facts_of(site, page)
+    doubled = [h for h in f["headings"] if re.match(r"^(\d+(\.\d+)*)\.?\s+\1\.?\s", h)]
+    assert not doubled, (f"{page}: headings carry a number twice (the toc numbers chapters already; drop the "
+                         f"number from the title): {doubled[:3]}")
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_widgets_rendered(site, page):
+    f = facts_of(site, page)
+    assert f["widget_dead"] == 0, f"{page}: {f['widget_dead']} of {f['widget_views']} widget views did not render"
+    assert not f["widget_text"], f"{page}: a widget placeholder or widget error message is visible"
+
+
+def test_every_page_has_a_screenshot(site):
+    missing = [p for p in PAGES if not (SHOTS / shot_name(p)).is_file()]
+    assert not missing, f"no screenshot for {missing}"
+
+
+def test_status_page_lists_every_chapter_with_its_time(site):
+    status = (site["html"] / "book" / "status.html").read_text()
+    assert "fast" in status and "mode" in status
+    for md in notebook_chapters(ROOT):
+        assert f'href="{md.stem}.html"' in status, f"the status page does not link {md.stem}"
+    for pkg in ("torch", "numpy", "matplotlib", "ipywidgets", "jupyter-book", "mathjax"):
+        assert pkg in status, f"the status page does not give the version of {pkg}"

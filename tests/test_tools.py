@@ -1,0 +1,113 @@
+"""The small build tools: vendored-file extraction, student copies, the Colab badge URL."""
+
+from __future__ import annotations
+
+import io
+import sys
+import tarfile
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+import fetch_vendor
+from student_notebooks import strip_solutions
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+import book_site  # noqa: E402
+
+
+def make_tgz(path: Path, files: dict[str, bytes]) -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_npm_tarball_names():
+    assert fetch_vendor.tarball_name("mathjax@3.2.2") == "mathjax-3.2.2.tgz"
+    assert fetch_vendor.tarball_name("@jupyter-widgets/html-manager@1.0.15") == "jupyter-widgets-html-manager-1.0.15.tgz"
+
+
+def test_every_vendored_package_is_pinned_by_version_and_sha256():
+    for spec, (digest, files) in fetch_vendor.PACKAGES.items():
+        assert "@" in spec.lstrip("@") and spec.rsplit("@", 1)[1][0].isdigit(), spec
+        assert len(digest) == 64 and int(digest, 16) >= 0, f"{spec}: not a sha256"
+        assert files
+
+
+def test_extract_copies_files_folders_and_globs_only(tmp_path):
+    tgz = make_tgz(tmp_path / "p.tgz", {
+        "package/a.js": b"a", "package/dist/x.woff2": b"x", "package/dist/sub/y.woff2": b"y",
+        "package/dist/z.ttf": b"z", "package/fonts/f1": b"1", "package/fonts/deep/f2": b"2"})
+    dest = tmp_path / "out"
+    n = fetch_vendor.extract(tgz, [("package/a.js", "lib/a.js"), ("package/dist/*.woff2", "w/"),
+                                   ("package/fonts/", "f/")], dest)
+    assert n == 4
+    assert (dest / "lib/a.js").read_bytes() == b"a"
+    assert sorted(p.name for p in (dest / "w").iterdir()) == ["x.woff2"]  # the glob does not recurse
+    assert (dest / "f/f1").exists() and (dest / "f/deep/f2").exists()
+    assert not (dest / "w/z.ttf").exists()
+
+
+def test_extract_fails_on_a_missing_member(tmp_path):
+    tgz = make_tgz(tmp_path / "p.tgz", {"package/a.js": b"a"})
+    with pytest.raises(SystemExit, match="no 'package/b.js'"):
+        fetch_vendor.extract(tgz, [("package/b.js", "b.js")], tmp_path / "out")
+
+
+def test_a_cached_tarball_with_the_wrong_hash_is_not_used(tmp_path, monkeypatch):
+    make_tgz(tmp_path / "mathjax-3.2.2.tgz", {"package/a.js": b"tampered"})
+    monkeypatch.setattr(fetch_vendor.shutil, "which", lambda name: None)  # no npm: must not fall back
+    with pytest.raises(SystemExit, match="not in the cache"):
+        fetch_vendor.fetch("mathjax@3.2.2", fetch_vendor.PACKAGES["mathjax@3.2.2"][0], tmp_path)
+
+
+def test_strip_solutions_keeps_exercises_and_removes_every_solution():
+    text = """## Exercises
+
+```{exercise} One
+:label: ex-one
+
+Do it.
+```
+
+````{solution} ex-one
+:class: dropdown
+
+```python
+print(1)
+```
+````
+
+```{exercise} Two
+:label: ex-two
+Again.
+```
+
+```{solution} ex-two
+:class: dropdown
+Easy.
+```
+
+## Summary
+"""
+    out, n = strip_solutions(text)
+    assert n == 2
+    assert "{solution}" not in out and "print(1)" not in out and "Easy." not in out
+    assert out.count("{exercise}") == 2 and "Do it." in out and "## Summary" in out
+
+
+def test_colab_badge_url_comes_from_the_repository_config():
+    config = SimpleNamespace(html_theme_options={
+        "repository_url": "https://github.com/org/repo", "repository_branch": "main",
+        "launch_buttons": {"colab_url": "https://colab.research.google.com"}})
+    assert book_site.colab_url(config, "book/01_x") == (
+        "https://colab.research.google.com/github/org/repo/blob/main/book/01_x.ipynb")
+    config.html_theme_options["path_to_docs"] = "docs/"
+    assert book_site.colab_url(config, "a").endswith("/blob/main/docs/a.ipynb")
+    config.html_theme_options["repository_url"] = "https://gitlab.com/org/repo"
+    assert book_site.colab_url(config, "a") is None

@@ -1,0 +1,207 @@
+#!/usr/bin/env python
+"""Fetch the JavaScript the site serves itself (no CDN) into ``book/_vendor/``.
+
+* MathJax 3.2.2 (typesets the math): ``tex-mml-chtml.js``, its CHTML woff-v2 fonts and the TeX
+  extensions it loads on demand.
+* The ipywidgets HTML manager 1.0.15 (``embed-amd.js`` and the icon fonts it references) and RequireJS
+  2.3.7, which MyST-NB's widget embedding needs to show the saved widget state.
+
+The packages come from the npm registry with ``npm pack`` (exact versions); each tarball's SHA-256 is
+checked against the pin below before anything is extracted. Tarballs are cached in
+``$XDG_CACHE_HOME/softlin-book/vendor`` (default ``~/.cache/...``), so a rerun, or a rebuild after
+``make clean``, needs no network. ``book/_vendor/VENDOR.json`` records what was installed; when it matches
+the pins nothing is done.
+
+``_config.yml`` points at these files (``html_static_path: [book/_vendor]``, ``mathjax_path``,
+``nb_ipywidgets_js``); ``tools/build_book.py`` calls :func:`ensure` before every build. Usage::
+
+    python tools/fetch_vendor.py            # install when missing or outdated
+    python tools/fetch_vendor.py --force    # reinstall from the cache (fetching what is missing)
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+VENDOR = ROOT / "book" / "_vendor"
+
+# name@version -> (sha256 of the npm tarball, [(path inside the tarball, destination under _vendor)])
+# A path ending in "/" copies that directory; a destination ending in "/" keeps the file name.
+PACKAGES = {
+    "mathjax@3.2.2": (
+        "1b9c0a1c44df864e915690558e72adb9cc5203360daefd385084ced3b6c64c09",
+        [
+            ("package/LICENSE", "mathjax/LICENSE"),
+            ("package/es5/tex-mml-chtml.js", "mathjax/tex-mml-chtml.js"),
+            ("package/es5/output/chtml/fonts/woff-v2/", "mathjax/output/chtml/fonts/woff-v2/"),
+            ("package/es5/input/tex/extensions/", "mathjax/input/tex/extensions/"),
+        ],
+    ),
+    "@jupyter-widgets/html-manager@1.0.15": (
+        "2b9d65cb7913e1c7d671757a10008b32c9c2448d4429513371e55c07d6107638",
+        [
+            ("package/package.json", "widgets/html-manager.package.json"),  # BSD-3-Clause
+            ("package/dist/embed.js.LICENSE.txt", "widgets/embed.LICENSE.txt"),
+            ("package/dist/embed-amd.js", "widgets/embed-amd.js"),
+            # Font Awesome files that embed-amd.js loads next to itself (woff2 and woff cover every
+            # current browser).
+            ("package/dist/*.woff2", "widgets/"),
+            ("package/dist/*.woff", "widgets/"),
+        ],
+    ),
+    "requirejs@2.3.7": (
+        "31f3330c978fb28684622fe71165dc946432cf0210b2ea8a1ca0233e70f2737d",
+        [
+            ("package/require.js", "widgets/require.js"),
+        ],
+    ),
+}
+
+
+# Our own file, written next to embed-amd.js and loaded between require.js and embed-amd.js (see
+# _config.yml). embed-amd.js loads its icon fonts from the folder RequireJS maps its module name to, which
+# by default is relative to the *page* (book/@jupyter-widgets/...): map it to this folder instead.
+OWN_FILES = {
+    "widgets/paths.js": """\
+// Written by tools/fetch_vendor.py: map the widget manager's module folder to this folder (_static/widgets),
+// so that embed-amd.js finds its font files here and not relative to the page.
+(function () {
+  var here = document.currentScript.src.replace(/[?#].*$/, "").replace(/\\/[^\\/]*$/, "");
+  require.config({paths: {"@jupyter-widgets/html-manager/dist": here}});
+})();
+""",
+}
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "softlin-book" / "vendor"
+
+
+def tarball_name(spec: str) -> str:
+    """npm pack's file name: ``@scope/name@1.2.3`` -> ``scope-name-1.2.3.tgz``."""
+    name, version = spec.rsplit("@", 1)
+    return f"{name.lstrip('@').replace('/', '-')}-{version}.tgz"
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def fetch(spec: str, digest: str, cache: Path) -> Path:
+    """The verified tarball of ``spec`` in ``cache``, running ``npm pack`` when it is not there yet."""
+    cache.mkdir(parents=True, exist_ok=True)
+    tgz = cache / tarball_name(spec)
+    if tgz.exists() and sha256(tgz) == digest:
+        return tgz
+    npm = shutil.which("npm")
+    if npm is None:
+        raise SystemExit(
+            f"fetch_vendor: {spec} is not in the cache ({cache}) and `npm` is not installed; "
+            "install Node.js/npm (e.g. `apt-get install -y npm`) or copy the tarball there"
+        )
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.run([npm, "pack", spec, "--silent", "--pack-destination", tmp],
+                              capture_output=True, text=True)
+        got = Path(tmp) / tarball_name(spec)
+        if proc.returncode != 0 or not got.exists():
+            raise SystemExit(f"fetch_vendor: `npm pack {spec}` failed (rc={proc.returncode}):\n"
+                             f"{proc.stdout}{proc.stderr}")
+        actual = sha256(got)
+        if actual != digest:
+            raise SystemExit(f"fetch_vendor: {spec} has SHA-256 {actual}, expected {digest}; refusing it")
+        shutil.move(str(got), tgz)
+    return tgz
+
+
+def extract(tgz: Path, files: list[tuple[str, str]], dest: Path) -> int:
+    """Copy the listed members of ``tgz`` under ``dest``; return the number of files written."""
+    import fnmatch
+
+    n = 0
+    with tarfile.open(tgz, "r:gz") as tar:
+        members = [m for m in tar.getmembers() if m.isfile()]
+        for src, dst in files:
+            if src.endswith("/"):
+                chosen = [(m, dst + m.name[len(src):]) for m in members if m.name.startswith(src)]
+            elif "*" in src:
+                folder, pattern = src.rsplit("/", 1)
+                chosen = [(m, dst + Path(m.name).name) for m in members
+                          if str(Path(m.name).parent) == folder and fnmatch.fnmatch(Path(m.name).name, pattern)]
+            else:
+                chosen = [(m, dst + Path(m.name).name if dst.endswith("/") else dst)
+                          for m in members if m.name == src]
+            if not chosen:
+                raise SystemExit(f"fetch_vendor: {tgz.name} has no {src!r}")
+            for member, rel in chosen:
+                if ".." in Path(rel).parts:
+                    raise SystemExit(f"fetch_vendor: refusing path {rel!r} from {tgz.name}")
+                out = dest / rel
+                out.parent.mkdir(parents=True, exist_ok=True)
+                with tar.extractfile(member) as fsrc, out.open("wb") as fdst:
+                    shutil.copyfileobj(fsrc, fdst)
+                n += 1
+    return n
+
+
+def wanted() -> dict:
+    out = {spec: digest for spec, (digest, _) in PACKAGES.items()}
+    out.update({name: hashlib.sha256(text.encode()).hexdigest() for name, text in OWN_FILES.items()})
+    return out
+
+
+def is_current(dest: Path = VENDOR) -> bool:
+    stamp = dest / "VENDOR.json"
+    try:
+        return json.loads(stamp.read_text()).get("packages") == wanted()
+    except (OSError, ValueError):
+        return False
+
+
+def ensure(dest: Path = VENDOR, *, force: bool = False, quiet: bool = False) -> Path:
+    """Make ``dest`` hold exactly the pinned vendored files; return ``dest``."""
+    if not force and is_current(dest):
+        return dest
+    cache = cache_dir()
+    tarballs = {spec: fetch(spec, digest, cache) for spec, (digest, _) in PACKAGES.items()}
+    tmp = dest.with_name(dest.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    counts = {spec: extract(tarballs[spec], files, tmp) for spec, (_, files) in PACKAGES.items()}
+    for name, text in OWN_FILES.items():
+        (tmp / name).write_text(text)
+        counts[name] = 1
+    (tmp / "VENDOR.json").write_text(json.dumps({"packages": wanted(), "files": counts}, indent=1) + "\n")
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp.rename(dest)
+    if not quiet:
+        size = sum(p.stat().st_size for p in dest.rglob("*") if p.is_file())
+        print(f"fetch_vendor: {sum(counts.values())} files ({size / 2**20:.1f} MiB) in {dest}", flush=True)
+    return dest
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--force", action="store_true", help="reinstall even when book/_vendor is current")
+    ap.add_argument("--dest", type=Path, default=VENDOR)
+    args = ap.parse_args(argv)
+    ensure(args.dest, force=args.force)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
