@@ -135,9 +135,16 @@ def drop_duplicate_scripts(app, pagename, templatename, context, doctree):
         context["script_files"][:] = unique
 
 
+def _add_static(app):
+    app.config.html_static_path.append(str(Path(__file__).parent / "static"))
+
+
 def setup(app):
     app.connect("doctree-read", title_dropdown_proofs)
     app.connect("doctree-resolved", add_badge)
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)
     app.add_js_file(None, body=PAGE_JS)
+    # 6. A wider reading column for code cells (static/book_site.css).
+    app.connect("builder-inited", _add_static)
+    app.add_css_file("book_site.css")
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
