@@ -215,3 +215,117 @@ def test_overflowing_scores_raise_instead_of_returning_inf():
     queries = torch.tensor([[1e200, 0.0]], dtype=F64)
     with pytest.raises(ValueError, match="overflowed"):
         sl.softmax_attention(tokens, queries, torch.eye(2, dtype=F64), torch.eye(2, dtype=F64))
+
+
+# ---------------------------------------------------------------------- fast paths equal the plain ones
+# The default call streams long prompts in cache-sized chunks into reusable buffers (no gradients) or
+# fresh tensors (autograd, torch.func); float32 with one query uses block-diagonal products. Each fast
+# path must give the plain result: values and gradients, with and without weights and batch dimensions.
+
+
+def _naive(tokens, queries, U, V, weights=None):
+    """Materialised softmax in float64 without tricks (differentiable, for gradients)."""
+    s = queries @ U.mT @ tokens.mT  # (..., Q, L)
+    if weights is not None:
+        s = s + torch.log(weights).unsqueeze(-2)
+    return torch.softmax(s, -1) @ tokens @ V.mT
+
+
+def test_auto_chunk_size_fits_the_cache_and_leaves_short_prompts_unchunked():
+    from softlin.attention import _CACHE_BYTES, _MIN_CHUNK, _auto_chunk_size
+
+    assert _auto_chunk_size(torch.empty(1000, 6, dtype=F64), 1) is None  # fits: one pass
+    assert _auto_chunk_size(torch.empty(10**6, 6, dtype=F64), 1) == 2**15  # 2^15 * 7 * 8 B <= 2 MiB < 2^16 * 56
+    assert _auto_chunk_size(torch.empty(10**6, 6, dtype=torch.float32), 1) == 2**16
+    c = _auto_chunk_size(torch.empty(4, 10**6, 6, dtype=F64), 64)
+    assert c == _MIN_CHUNK or c * 4 * 70 * 8 <= _CACHE_BYTES  # never below the minimum chunk
+
+
+@pytest.mark.parametrize("dtype", [F64, torch.float32])
+@pytest.mark.parametrize("Q", [1, 3])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_default_streaming_equals_unchunked_and_naive(dtype, Q, weighted):
+    # L = 70 001 tokens is longer than the automatic chunk (3 chunks in float64 with Q = 1, a short last
+    # chunk that is not a multiple of 8), so the default call streams.
+    gen = torch.Generator().manual_seed(11)
+    L = 70_001
+    tokens, queries, U, V = _problem(gen, L=L, Q=Q, D=6, D_out=2, dtype=dtype, scale=0.3)
+    w = torch.rand(L, generator=gen, dtype=dtype) if weighted else None
+    if weighted:
+        w[: 40_000] = 0.0  # the first chunk carries no weight: its maximum is -inf
+    out = sl.softmax_attention(tokens, queries, U, V, weights=w)
+    full = sl.softmax_attention(tokens, queries, U, V, weights=w, chunk_size=L)
+    ref = _naive(*(x.double() for x in (tokens, queries, U, V)), None if w is None else w.double())
+    if dtype == F64:
+        # same sums in another order: rounding of O(1) outputs over 7e4 terms
+        torch.testing.assert_close(out, full, rtol=1e-12, atol=1e-13)
+        torch.testing.assert_close(out, ref, rtol=1e-12, atol=1e-13)
+    else:
+        # float32: relative rounding 6e-8 per operation, growing with the length of the sums (~1e3 terms
+        # per BLAS accumulation); the streamed sums are shorter, hence at least as accurate
+        torch.testing.assert_close(out.double(), ref, rtol=0, atol=2e-5)
+        torch.testing.assert_close(full.double(), ref, rtol=0, atol=2e-5)
+
+
+@pytest.mark.parametrize("chunk_size", [8, 16, 24, 64])  # multiples of 8: the float32 block products
+def test_float32_block_products_equal_plain_products(chunk_size):
+    gen = torch.Generator().manual_seed(5)
+    tokens, queries, U, V = _problem(gen, batch=(2,), L=203, Q=1, D=6, dtype=torch.float32, scale=1.0)
+    out = sl.softmax_attention(tokens, queries, U, V, chunk_size=chunk_size)
+    ref = _naive(*(x.double() for x in (tokens, queries, U, V)))
+    torch.testing.assert_close(out.double(), ref, rtol=0, atol=1e-5)  # float32 rounding of O(1) sums
+    L8 = tokens[:, :200]  # L a multiple of 8: the unchunked pass uses the block products too
+    torch.testing.assert_close(sl.softmax_attention(L8, queries, U, V).double(),
+                               _naive(*(x.double() for x in (L8, queries, U, V))), rtol=0, atol=1e-5)
+
+
+def test_float32_block_products_still_report_a_non_finite_token():
+    tokens = torch.randn(64, 6, generator=torch.Generator().manual_seed(0))
+    tokens[13, 2] = float("inf")
+    q, U, V = torch.ones(1, 6), 0.1 * torch.eye(6), torch.ones(1, 6)
+    for chunk_size in (None, 16):
+        with pytest.raises(ValueError, match="tokens must be finite, got 0 NaN and 1 inf"):
+            sl.softmax_attention(tokens, q, U, V, chunk_size=chunk_size)
+
+
+@pytest.mark.parametrize("dtype", [F64, torch.float32])
+@pytest.mark.parametrize("chunk_size", [None, 7, 16])
+def test_streaming_gradients_equal_naive_autograd(dtype, chunk_size):
+    # Gradients of a scalar function of the output with respect to every input, through the streamed
+    # loop (fresh intermediates under autograd), equal those of the naive materialised softmax.
+    gen = torch.Generator().manual_seed(9)
+    tokens, queries, U, V = _problem(gen, batch=(2,), L=96, Q=1 if dtype == torch.float32 else 2, D=6,
+                                     dtype=dtype)
+    w = torch.rand(2, 96, generator=gen, dtype=dtype) + 0.1
+    proj = torch.randn(queries.shape[-2], V.shape[0], generator=gen, dtype=dtype)
+
+    def grads(fn, cast):
+        args = [x.detach().to(cast).requires_grad_(True) for x in (tokens, queries, U, V, w)]
+        (fn(*args) * proj.to(cast)).sum().backward()
+        return [a.grad for a in args]
+
+    ours = grads(lambda t, q, u, v, ww: sl.softmax_attention(t, q, u, v, weights=ww, chunk_size=chunk_size), dtype)
+    ref = grads(_naive, F64)
+    tol = 1e-12 if dtype == F64 else 2e-5  # float64 rounding; float32 rounding of O(1) sums
+    for a, b in zip(ours, ref):
+        torch.testing.assert_close(a.double(), b, rtol=tol, atol=tol)
+
+
+def test_streaming_works_under_torch_func_transforms():
+    # torch.func.grad and jacrev wrap the inputs; the streamed loop then allocates instead of writing
+    # into its buffers. (vmap is not supported: the input checks branch on values.)
+    gen = torch.Generator().manual_seed(4)
+    tokens, queries, U, V = _problem(gen, L=50, Q=1, D=4, D_out=2)
+    ours = torch.func.grad(lambda U_: sl.softmax_attention(tokens, queries, U_, V, chunk_size=8).sum())(U)
+    ref = torch.func.grad(lambda U_: _naive(tokens, queries, U_, V).sum())(U)
+    torch.testing.assert_close(ours, ref, rtol=1e-12, atol=1e-13)  # float64 rounding
+    jac = torch.func.jacrev(lambda V_: sl.softmax_attention(tokens, queries, U, V_, chunk_size=8))(V)
+    torch.testing.assert_close(jac, torch.func.jacrev(lambda V_: _naive(tokens, queries, U, V_))(V),
+                               rtol=1e-12, atol=1e-13)
+
+
+def test_no_grad_buffers_and_autograd_tensors_give_the_same_values(gen):
+    tokens, queries, U, V = _problem(gen, batch=(2,), L=100, Q=2, D=5)
+    plain = sl.softmax_attention(tokens, queries, U, V, chunk_size=16)
+    tracked = sl.softmax_attention(tokens, queries, U.clone().requires_grad_(True), V, chunk_size=16)
+    torch.testing.assert_close(tracked.detach(), plain, rtol=0, atol=0)  # same operations, same order

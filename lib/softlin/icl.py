@@ -1025,25 +1025,50 @@ class FullAttention:
         return loss, grads
 
     def _loss_and_grad(self, tokens, zq, targets):
+        """Loss and gradients in two passes over the tokens, without (B, L)-sized temporaries.
+
+        Pass 1 computes, for every token, its score ``s_i = z_i . u / sqrt(D)`` (``u = K^T Q z_q``) and its
+        read-out ``y_i = z_i . c`` (``c = V^T o``, so that the prediction is ``sum_i p_i y_i``) as one
+        (B, 2, D) x (B, D, L) product into a buffer kept between steps; pass 2 multiplies the weights
+        ``[e; e y]`` (softmax) or ``[s; y]`` (linear) by the tokens, which gives the weighted token mean
+        and the one other token sum the backward pass needs:
+
+        - softmax: ``p_i = e_i / Z``, ``ds_i = g p_i (y_i - y_hat)``, so ``du = g (sum p_i y_i z_i - y_hat m)``;
+        - linear: ``p_i = s_i / L``, ``ds_i = g y_i / L``, so ``du = g sum y_i z_i / L``;
+
+        with ``g = d loss / d y_hat`` and ``m = sum_i p_i z_i`` (then divided by ``sqrt(D)``). Reusing the
+        buffer matters: fresh memory costs a page fault per 4 KiB on first touch, more than the arithmetic.
+        """
         B, L, D = tokens.shape
         scale = 1.0 / math.sqrt(D)
-        pred, (q, u, p, m, h) = self._forward(tokens, zq)
-        r = pred - targets  # (B,)
+        q = zq @ self.Q.T  # (B, D): Q z_q
+        u = q @ self.K  # (B, D): K^T Q z_q, once per prompt
+        c = self.o @ self.V  # (D,): V^T o
+        X = torch.stack([u * scale, c.expand(B, D)], dim=1)  # (B, 2, D)
+        work = getattr(self, "_work", None)
+        if work is None or work.shape != (B, 2, L) or work.dtype != tokens.dtype or work.device != tokens.device:
+            work = self._work = torch.empty(B, 2, L, dtype=tokens.dtype, device=tokens.device)
+        S = torch.matmul(X, tokens.mT, out=work)  # rows: scores s_i and read-outs y_i
+        s, y = S[:, 0], S[:, 1]
+        if self.kind == "softmax":
+            s.sub_(s.amax(-1, keepdim=True)).exp_()  # e_i, the unnormalised softmax weights
+            y.mul_(s)  # e_i y_i
+            W = torch.bmm(S, tokens) / s.sum(-1, keepdim=True).unsqueeze(-1)  # (B, 2, D): m, sum p_i y_i z_i
+        else:
+            W = torch.bmm(S, tokens) / L  # (B, 2, D): m, sum y_i z_i / L
+        m = W[:, 0]
+        pred = m @ c  # (B,)
+        r = pred - targets
         loss = (r * r).mean()
         g = r * (2.0 / B)  # d loss / d pred
-        d_o = g @ h  # (D,)
-        dh = g[:, None] * self.o  # (B, D)
-        dV = dh.T @ m  # (D, D)
-        dm = dh @ self.V  # (B, D)
-        dp = torch.bmm(tokens, dm.unsqueeze(-1)).squeeze(-1)  # (B, L)
         if self.kind == "softmax":
-            ds = p * (dp - (m * dm).sum(-1, keepdim=True))  # softmax backward; sum_i p_i dp_i = m . dm
+            du = (W[:, 1] - pred[:, None] * m) * (g * scale)[:, None]
         else:
-            ds = dp / L
-        du = torch.bmm(ds.unsqueeze(1), tokens).squeeze(1) * scale  # (B, D)
+            du = W[:, 1] * (g * scale)[:, None]
+        d_o = g @ (m @ self.V.T)  # (D,)
+        dV = torch.outer(self.o, g @ m)  # (D, D): sum_b g_b o m_b^T
         dK = q.T @ du  # u = K^T q
-        dq = du @ self.K.T
-        dQ = dq.T @ zq
+        dQ = (du @ self.K.T).T @ zq
         return loss, FullAttention._trusted(dQ, dK, dV, d_o, self.kind)
 
     def sgd_step(self, prompts, lr):
