@@ -35,12 +35,26 @@ def test_small_multiples_draws_one_panel_per_parameter_set():
         widgets.small_multiples(plot, [])
 
 
-def test_explorer_builds_a_widget():
-    box = widgets.explorer(lambda ax, L: ax.plot([0, L]), L=(1, 10))
-    assert box is not None
-    plt.close("all")
+def test_explorer_redraws_the_image_when_a_control_changes():
+    from ipywidgets import IntSlider, fixed
+
+    calls = []
+
+    def plot(ax, L, c):
+        calls.append((L, c))
+        ax.plot([0, L])
+
+    box = widgets.explorer(plot, L=IntSlider(value=3, min=1, max=9), c=fixed(7))
+    slider, image = box.children
+    assert calls == [(3, 7)] and bytes(image.value[:4]) == b"\x89PNG"  # drawn once, as a PNG
+    before = bytes(image.value)
+    slider.value = 5
+    assert calls[-1] == (5, 7) and bytes(image.value) != before
+    assert plt.get_fignums() == []  # figures are closed: only the Image widget shows them
     with pytest.raises(ValueError, match="at least one slider"):
         widgets.explorer(lambda ax: None)
+    with pytest.raises(TypeError, match="plot must be callable"):
+        widgets.explorer(None, L=(1, 3))
 
 
 def test_select_sizes():

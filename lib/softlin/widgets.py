@@ -1,7 +1,7 @@
 """Interactive explorers with a static fallback.
 
-An explorer is a plain plotting function ``plot(ax, **params)`` (tested in ``tests/``) wrapped in
-``ipywidgets.interact`` for Jupyter and Colab readers. The rendered site has no kernel, so every explorer
+An explorer is a plain plotting function ``plot(ax, **params)`` (tested in ``tests/``) with controls for
+its parameters, for Jupyter and Colab readers. The rendered site has no kernel, so every explorer
 is followed by :func:`small_multiples`, the same function drawn on a grid of fixed parameter values.
 """
 
@@ -13,23 +13,65 @@ __all__ = ["explorer", "small_multiples"]
 
 
 def explorer(plot, **sliders):
-    """Wrap ``plot(ax, **params)`` in ``ipywidgets.interact`` with the given widgets (or value lists).
+    """An interactive explorer of ``plot(ax, **params)``: one control per keyword, and the figure below.
 
-    Returns the ``interact`` result (the widget box), so a notebook cell can display it.
+    Each keyword gives a widget (``IntSlider(...)``, ``Dropdown(...)``), an ``interact``-style
+    abbreviation (``(min, max)``, a list of options) or ``ipywidgets.fixed(value)``. The figure is drawn to
+    a PNG shown in an ``ipywidgets.Image``, redrawn whenever a control changes (in Jupyter or Colab).
+
+    Unlike ``ipywidgets.interact``, no ``Output`` widget captures the figure: executing such a cell
+    headless (papermill, nbclient) intermittently deadlocks on the captured output messages
+    (jupyter/nbclient#312), while an ``Image`` is plain widget state. That state is saved with the
+    notebook, so the static site shows the controls and the figure frozen at their initial values.
+
+    The box is displayed and returned; end the cell with ``;`` to avoid a second display.
+
+    Raises
+    ------
+    TypeError if ``plot`` is not callable; ValueError if no control is given or an abbreviation is invalid.
     """
+    import io
+
     import ipywidgets as widgets
+    from IPython.display import display
 
     if not callable(plot):
         raise TypeError(f"plot must be callable, got {type(plot).__name__}")
     if not sliders:
         raise ValueError("explorer needs at least one slider (keyword argument), got none")
+    controls, fixed_values = {}, {}
+    for name, abbrev in sliders.items():
+        w = widgets.interactive.widget_from_abbrev(abbrev)
+        if w is None:
+            raise ValueError(f"{name}: cannot make a control from {abbrev!r}")
+        if isinstance(w, widgets.fixed):
+            fixed_values[name] = w.value
+        else:
+            if not w.description:
+                w.description = name
+            controls[name] = w
 
-    def _draw(**params):
+    def render() -> bytes:
+        params = {**fixed_values, **{k: w.value for k, w in controls.items()}}
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
-        plot(ax, **params)
-        plt.show()
+        try:
+            plot(ax, **params)
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+        finally:
+            plt.close(fig)  # not shown by the inline backend: the Image widget shows it
+        return buf.getvalue()
 
-    return widgets.interact(_draw, **sliders)
+    image = widgets.Image(value=render(), format="png", layout=widgets.Layout(max_width="560px"))
+
+    def update(_change):
+        image.value = render()
+
+    for w in controls.values():
+        w.observe(update, names="value")
+    box = widgets.VBox([*controls.values(), image])
+    display(box)
+    return box
 
 
 def small_multiples(plot, grid, *, ncols=3, panel_size=(3.2, 2.8), sharex=True, sharey=True, **fixed):
