@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Create a new chapter skeleton ``book/NN_name.md`` (jupytext MyST) and its paired ``.ipynb``.
 
-    python tools/new_chapter.py 07_my_topic "My topic"
+    python tools/new_chapter.py 07_my_topic "My topic"     # no number: the toc numbers chapters
 
 The skeleton holds the Colab setup cell (its install URL is the repository URL of ``_config.yml``),
 the ``parameters`` cell (mode, device, seed) and the sections every chapter has. Add the chapter to
