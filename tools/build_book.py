@@ -137,16 +137,20 @@ def chapter_title(md: Path) -> str:
     return md.stem
 
 
-def write_status(stage: Path, records: list[dict], mode: str, jobs: int, titles: dict) -> None:
+def write_status(stage: Path, records: list[dict], mode: str, jobs: int, titles: dict,
+                 wall_seconds: float | None = None) -> None:
     """Fill the staged ``book/status.md`` with this build's timings and versions."""
     total = sum(r["seconds"] for r in records)
+    wall = "" if wall_seconds is None else (
+        f" Executing all of them took **{wall_seconds:.0f} s** of wall-clock time.")
     lines = [
         "# Build status",
         "",
         f"This page was generated when the book was built, on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
         f"in **`{mode}` mode** with {jobs} notebook(s) executed at a time on a machine with "
         f"{os.cpu_count()} CPU core(s) ({platform.machine()}). Times are papermill wall-clock seconds per "
-        "chapter, kernel start included; with more than one notebook at a time they share the cores.",
+        "chapter, kernel start included; with more than one notebook at a time they share the cores."
+        + wall,
         "",
         "| chapter | seconds | result |",
         "|---|---:|---|",
@@ -161,8 +165,8 @@ def write_status(stage: Path, records: list[dict], mode: str, jobs: int, titles:
               for spec in fetch_vendor.PACKAGES]
     lines.append("")
     (stage / "book" / "status.md").write_text("\n".join(lines))
-    (stage / "status.json").write_text(json.dumps({"mode": mode, "jobs": jobs, "chapters": records,
-                                                  "versions": versions()}, indent=1))
+    (stage / "status.json").write_text(json.dumps({"mode": mode, "jobs": jobs, "wall_seconds": wall_seconds,
+                                                  "chapters": records, "versions": versions()}, indent=1))
 
 
 def stage_config(stage: Path) -> None:
@@ -217,12 +221,13 @@ def main(argv=None) -> int:
             print(f"[{records[-1]['seconds']:7.1f} s] {records[-1]['chapter']}", flush=True)
     order = {c.stem: i for i, c in enumerate(chapters)}
     records.sort(key=lambda r: order[r["chapter"]])
-    print(f"executed {len(records)} chapter(s) in {time.perf_counter() - t0:.1f} s (mode={args.mode})", flush=True)
+    wall_seconds = round(time.perf_counter() - t0, 1)
+    print(f"executed {len(records)} chapter(s) in {wall_seconds:.1f} s (mode={args.mode})", flush=True)
     for c in chapters:
         staged_md = stage / "book" / (c.stem + ".md")
         if (stage / "book" / (c.stem + ".ipynb")).exists():
             staged_md.unlink()
-    write_status(stage, records, args.mode, args.jobs, titles)
+    write_status(stage, records, args.mode, args.jobs, titles, wall_seconds)
 
     failed = [r for r in records if r["error"]]
     for r in failed:
