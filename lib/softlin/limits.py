@@ -33,7 +33,7 @@ from ._checks import (
     check_same_dtype_device,
 )
 from .attention import linear_attention, softmax_attention
-from .measures import GaussianMeasure, TokenMeasure
+from .measures import GaussianMeasure, TokenMeasure, gaussian_range_factor  # noqa: F401 (re-exported)
 
 __all__ = [
     "gaussian_range_factor",
@@ -63,36 +63,6 @@ def _check_mean_cov(mean, cov):
     check_same_dtype_device({"mean": mean, "cov": cov})
     check_psd("cov", cov)
     return mean, cov
-
-
-def gaussian_range_factor(cov) -> torch.Tensor:
-    """A factor ``B`` of shape ``(D, r)`` with ``B B^T = cov`` and ``r = rank(cov)``.
-
-    A Gaussian ``N(m, cov)`` is the law of ``m + B G`` with ``G ~ N(0, I_r)``: this is how the proof of
-    Lemma 2.1 (and :func:`gauss_hermite_rule`) handles a singular covariance, by working on its range.
-
-    Parameters
-    ----------
-    cov : Tensor, shape (D, D), symmetric positive semi-definite.
-
-    Returns
-    -------
-    Tensor, shape (D, r); ``r = 0`` when ``cov`` is zero. Eigenvalues within rounding of zero (the
-    tolerance of the PSD check, ``1e3 * eps * max(max|cov|, 1)``) count as zero.
-
-    Raises
-    ------
-    TypeError, ValueError
-        Not a floating tensor, not square, NaN/inf, asymmetric or not PSD.
-    """
-    cov = as_tensor_arg("cov", cov)
-    if cov.dim() != 2:
-        raise ValueError(f"cov must be a matrix of shape (D, D), got shape {tuple(cov.shape)}")
-    check_psd("cov", cov)
-    evals, evecs = torch.linalg.eigh(0.5 * (cov + cov.mT))
-    tol = 1e3 * torch.finfo(cov.dtype).eps * max(float(cov.abs().amax()), 1.0)
-    keep = evals > tol
-    return evecs[:, keep] * evals[keep].sqrt()  # (D, r)
 
 
 def gauss_hermite_rule(mean, cov, n_nodes: int):

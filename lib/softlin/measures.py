@@ -42,6 +42,7 @@ __all__ = [
     "LogNormalMeasure",
     "attention_limit",
     "gaussian_attention_limit",
+    "gaussian_range_factor",
 ]
 
 
@@ -103,6 +104,44 @@ def _sample_normal(n, dim, generator, dtype, device):
     return torch.randn(n, dim, generator=generator, dtype=dtype, device=device)
 
 
+def _range_eigh(cov):
+    """Eigen-decomposition of a (validated) PSD matrix with the eigenvalues within rounding of zero (the
+    tolerance of check_psd) set to zero exactly, so that samples of a singular Gaussian lie exactly in
+    the range of cov."""
+    evals, evecs = torch.linalg.eigh(0.5 * (cov + cov.mT))
+    tol = 1e3 * torch.finfo(cov.dtype).eps * max(float(cov.abs().amax()), 1.0)
+    return torch.where(evals > tol, evals, torch.zeros_like(evals)), evecs
+
+
+def gaussian_range_factor(cov) -> torch.Tensor:
+    """A factor ``B`` of shape ``(D, r)`` with ``B B^T = cov`` and ``r = rank(cov)``.
+
+    A Gaussian ``N(m, cov)`` is the law of ``m + B G`` with ``G ~ N(0, I_r)``: this is how the proof of
+    Lemma 2.1 (and :func:`gauss_hermite_rule`) handles a singular covariance, by working on its range.
+
+    Parameters
+    ----------
+    cov : Tensor, shape (D, D), symmetric positive semi-definite.
+
+    Returns
+    -------
+    Tensor, shape (D, r); ``r = 0`` when ``cov`` is zero. Eigenvalues within rounding of zero (the
+    tolerance of the PSD check, ``1e3 * eps * max(max|cov|, 1)``) count as zero.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Not a floating tensor, not square, NaN/inf, asymmetric or not PSD.
+    """
+    cov = as_tensor_arg("cov", cov)
+    if cov.dim() != 2:
+        raise ValueError(f"cov must be a matrix of shape (D, D), got shape {tuple(cov.shape)}")
+    check_psd("cov", cov)
+    evals, evecs = _range_eigh(cov)
+    keep = evals > 0
+    return evecs[:, keep] * evals[keep].sqrt()  # (D, r)
+
+
 class GaussianMeasure(TokenMeasure):
     """The Gaussian ``N(mean, cov)`` on R^D; ``cov`` may be singular (e.g. regression tokens).
 
@@ -134,12 +173,8 @@ class GaussianMeasure(TokenMeasure):
         check_psd("cov", cov)
         self.mean, self.cov, self.dim = mean, cov, D
         self.dtype, self.device = mean.dtype, mean.device
-        evals, evecs = torch.linalg.eigh(0.5 * (cov + cov.mT))
-        # Eigenvalues within rounding of zero (the tolerance of check_psd) are set to zero exactly, so
-        # samples of a singular Gaussian lie exactly in the range of cov.
-        tol = 1e3 * torch.finfo(cov.dtype).eps * max(float(cov.abs().amax()), 1.0)
-        evals = torch.where(evals > tol, evals, torch.zeros_like(evals))
-        self._factor = evecs * evals.sqrt()  # (D, D) with factor @ factor^T = cov
+        evals, evecs = _range_eigh(cov)
+        self._factor = evecs * evals.sqrt()  # (D, D) with factor @ factor^T = cov (zero columns off range)
 
     def sample(self, n, *, generator=None):
         g = _sample_normal(n, self.dim, generator, self.dtype, self.device)
