@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Stage, execute and build the book (DESIGN.md section 2).
+"""Stage, execute and build the book (README: "The two commands").
 
 0. Make sure the vendored MathJax and widget-manager files are in ``book/_vendor`` (tools/fetch_vendor.py;
    cached, so offline after the first time).
