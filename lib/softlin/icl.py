@@ -358,6 +358,17 @@ def infinite_prompt_prediction(A, b, Sigma, tasks, x_query):
     return b * ((tasks @ Sigma) * (x_query @ A.T)).sum(-1)
 
 
+def _check_task_query(task, x_query, d):
+    """One fixed task ``(d,)`` and one query input ``(d,)``, validated together."""
+    task = as_tensor_arg("task", task)
+    x_query = as_tensor_arg("x_query", x_query)
+    if tuple(task.shape) != (d,) or tuple(x_query.shape) != (d,):
+        raise ValueError(
+            f"task and x_query must have shape ({d},), got {tuple(task.shape)} and {tuple(x_query.shape)}"
+        )
+    return task, x_query
+
+
 def prediction_fluctuation_constant(A, b, Sigma, task, x_query):
     """Limit of ``L E(y_hat_L - y_hat_inf)^2`` for a fixed task and query (softmax, no noise).
 
@@ -375,12 +386,7 @@ def prediction_fluctuation_constant(A, b, Sigma, task, x_query):
     Sigma = _check_sigma(Sigma)
     d = Sigma.shape[0]
     A, b = _check_A_b(A, b, d)
-    task = as_tensor_arg("task", task)
-    x_query = as_tensor_arg("x_query", x_query)
-    if tuple(task.shape) != (d,) or tuple(x_query.shape) != (d,):
-        raise ValueError(
-            f"task and x_query must have shape ({d},), got {tuple(task.shape)} and {tuple(x_query.shape)}"
-        )
+    task, x_query = _check_task_query(task, x_query, d)
     a = A @ x_query
     Sw = Sigma @ task
     return float(torch.exp(a @ Sigma @ a) * b**2 * (task @ Sw + (Sw @ a) ** 2))
@@ -407,12 +413,7 @@ def prediction_fluctuation(A, b, Sigma, task, x_query, L, *, n_prompts, generato
     Sigma = _check_sigma(Sigma)
     d = Sigma.shape[0]
     A, b = _check_A_b(A, b, d)
-    task = as_tensor_arg("task", task)
-    x_query = as_tensor_arg("x_query", x_query)
-    if tuple(task.shape) != (d,) or tuple(x_query.shape) != (d,):
-        raise ValueError(
-            f"task and x_query must have shape ({d},), got {tuple(task.shape)} and {tuple(x_query.shape)}"
-        )
+    task, x_query = _check_task_query(task, x_query, d)
     check_positive_int("L", L)
     check_positive_int("n_prompts", n_prompts)
     if n_prompts < 2:
