@@ -1,17 +1,33 @@
 """softlin: the companion library of the book on "Softmax as Linear Attention in the Large-Prompt
 Regime: a Measure-based Perspective" (Boursier & Boyer, ICML 2026).
 
-Core names (see each docstring for shapes, errors and the paper result it implements):
+The top level holds the attention engine and the token laws (each docstring gives shapes, errors and the
+paper result it implements):
 
-- :func:`softmax_attention`, :func:`linear_attention`, :func:`softmax_weights` -- finite prompts;
-- :class:`GaussianMeasure`, :class:`EmpiricalMeasure`, :class:`RademacherMeasure`, ... -- token laws;
-- :func:`attention_limit` (``V grad log M_mu(U z)``), :func:`gaussian_attention_limit` (Lemma 2.1).
+- :func:`softmax_attention`, :func:`linear_attention`, :func:`tilted_mean` and its online form
+  :class:`TiltedSums` -- finite prompts (module ``softlin.attention``);
+- :class:`GaussianMeasure`, :class:`EmpiricalMeasure`, :class:`RademacherMeasure`, ... -- token laws, with
+  :func:`attention_limit` (``V grad log M_mu(U z)``) and :func:`gaussian_attention_limit` (Lemma 2.1)
+  (module ``softlin.measures``).
 
-Submodules: ``softlin.plotting`` (figure style), ``softlin.widgets`` (explorers with static fallbacks),
-and one module per chapter topic.
+The other modules are named after their ideas and load on first use (``softlin.icl.kms_covariance`` works
+after ``import softlin``): ``montecarlo`` (prompt sampler, standard errors, power-law fits),
+``concentration`` (Section 3), ``stability`` (Section 4), ``icl`` (Section 5), and the reader apparatus
+``modes``, ``plotting`` and ``widgets``.
 """
 
-from .attention import linear_attention, softmax_attention, softmax_weights
+import importlib
+
+from .attention import (
+    TiltedMoments,
+    TiltedSums,
+    linear_attention,
+    linear_mean,
+    softmax_attention,
+    softmax_weights,
+    tilted_mean,
+    tilted_moments,
+)
 from .measures import (
     EmpiricalMeasure,
     GaussianMeasure,
@@ -22,15 +38,27 @@ from .measures import (
     TokenMeasure,
     UniformMeasure,
     attention_limit,
+    gauss_hermite_rule,
     gaussian_attention_limit,
+    gaussian_range_factor,
+    linear_attention_limit,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
+
+#: Submodules loaded on first attribute access (PEP 562).
+SUBMODULES = ("attention", "measures", "montecarlo", "concentration", "icl", "stability", "modes", "plotting",
+              "widgets")
 
 __all__ = [
     "softmax_attention",
     "linear_attention",
     "softmax_weights",
+    "tilted_mean",
+    "linear_mean",
+    "TiltedSums",
+    "TiltedMoments",
+    "tilted_moments",
     "TokenMeasure",
     "GaussianMeasure",
     "EmpiricalMeasure",
@@ -40,5 +68,18 @@ __all__ = [
     "StudentTMeasure",
     "LogNormalMeasure",
     "attention_limit",
+    "linear_attention_limit",
     "gaussian_attention_limit",
+    "gaussian_range_factor",
+    "gauss_hermite_rule",
 ]
+
+
+def __getattr__(name):
+    if name in SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(SUBMODULES))

@@ -1,78 +1,60 @@
-"""Input validation shared by the public functions of :mod:`softlin`.
+"""The one place where softlin validates its inputs.
 
-Every public function validates its arguments once, at the boundary, with these helpers; inner code
-trusts its inputs. Each error names the argument, what was received and what was expected. Nothing is
-broadcast, truncated or clipped silently.
+Every public function checks its arguments once, at the boundary, with these helpers; inner code and the
+chapters' own code trust their inputs. Each error names the argument, what was received and what was
+expected. Nothing is broadcast, truncated or clipped silently.
 """
 
 from __future__ import annotations
 
-import torch
+import math
 
-__all__ = [
-    "as_tensor_arg",
-    "check_result_finite",
-    "check_finite",
-    "check_generator",
-    "check_matrix",
-    "check_positive_int",
-    "check_psd",
-    "check_same_leading",
-    "check_weights",
-]
+import torch
 
 
 def as_tensor_arg(name: str, x, *, min_dim: int = 0, finite: bool = True) -> torch.Tensor:
-    """Return ``x`` if it is a floating-point tensor with at least ``min_dim`` dimensions and (when
-    ``finite``) no NaN/inf. Callers that pass ``finite=False`` for a large input must check their result
-    instead (see :func:`check_result_finite`)."""
+    """``x`` if it is a floating-point tensor with at least ``min_dim`` dimensions and (when ``finite``)
+    no NaN/inf. A caller that passes ``finite=False`` for a large input checks its result instead
+    (:func:`check_result_finite`)."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     if not torch.is_floating_point(x):
         raise TypeError(f"{name} must be a floating-point tensor (float32 or float64), got dtype {x.dtype}")
     if x.dim() < min_dim:
-        raise ValueError(
-            f"{name} must have at least {min_dim} dimension(s), got shape {tuple(x.shape)}"
-        )
+        raise ValueError(f"{name} must have at least {min_dim} dimension(s), got shape {tuple(x.shape)}")
     if finite:
         check_finite(name, x)
     return x
 
 
-def check_result_finite(result: torch.Tensor, name: str, x: torch.Tensor) -> torch.Tensor:
-    """Deferred finiteness check of a large input ``x``: NaN or inf anywhere in ``x`` propagates to a
-    non-finite ``result`` (IEEE arithmetic: 0 * inf and inf - inf are NaN), so scanning the small result
-    replaces a full extra pass over ``x``. Only when the result is non-finite is ``x`` scanned, to report
-    exactly what was wrong."""
-    if bool(torch.isfinite(result).all()):
-        return result
-    check_finite(name, x)
-    raise ValueError(
-        f"the result is not finite although {name} is: the scores overflowed the dtype {x.dtype}; "
-        f"rescale {name} or U"
-    )
-
-
 def check_finite(name: str, x: torch.Tensor) -> None:
     if x.numel() and not bool(torch.isfinite(x).all()):
-        n_nan = int(torch.isnan(x).sum())
-        n_inf = int(torch.isinf(x).sum())
+        n_nan, n_inf = int(torch.isnan(x).sum()), int(torch.isinf(x).sum())
         raise ValueError(f"{name} must be finite, got {n_nan} NaN and {n_inf} inf entries")
 
 
+def check_result_finite(result: torch.Tensor, name: str, x: torch.Tensor) -> torch.Tensor:
+    """Deferred finiteness check of a large input ``x``: NaN or inf anywhere in ``x`` makes the small
+    ``result`` non-finite (0 * inf and inf - inf are NaN), so scanning the result replaces a full pass over
+    ``x``. Only then is ``x`` scanned, to say exactly what was wrong."""
+    if bool(torch.isfinite(result).all()):
+        return result
+    check_finite(name, x)
+    raise ValueError(f"the result is not finite although {name} is: the scores overflowed the dtype "
+                     f"{x.dtype}; rescale {name} or U")
+
+
 def check_matrix(name: str, x: torch.Tensor, rows: int | None, cols: int | None) -> None:
-    """Check that ``x`` is a 2-D tensor of shape (rows, cols); ``None`` leaves a side free."""
+    """``x`` is 2-D of shape (rows, cols); ``None`` leaves a side free."""
     if x.dim() != 2 or (rows is not None and x.shape[0] != rows) or (cols is not None and x.shape[1] != cols):
         want = f"({'any' if rows is None else rows}, {'any' if cols is None else cols})"
         raise ValueError(f"{name} must have shape {want}, got {tuple(x.shape)}")
 
 
 def check_same_leading(name: str, x: torch.Tensor, lead: tuple, ref_name: str) -> None:
-    if tuple(x.shape[: len(lead)]) != tuple(lead) or x.dim() - len(lead) < 0:
-        raise ValueError(
-            f"the leading (batch) dimensions of {name} must equal those of {ref_name}, {tuple(lead)}; "
-            f"got {name} of shape {tuple(x.shape)} (no implicit broadcasting)"
-        )
+    if tuple(x.shape[: len(lead)]) != tuple(lead) or x.dim() < len(lead):
+        raise ValueError(f"the leading (batch) dimensions of {name} must equal those of {ref_name}, "
+                         f"{tuple(lead)}; got {name} of shape {tuple(x.shape)} (no implicit broadcasting)")
 
 
 def check_same_dtype_device(named: dict) -> None:
@@ -85,40 +67,91 @@ def check_same_dtype_device(named: dict) -> None:
             raise ValueError(f"{k} is on {v.device} but {k0} is on {v0.device}; use one device")
 
 
-def check_weights(weights: torch.Tensor, expected_shape: tuple) -> None:
-    """Weights of a weighted empirical measure: shape ``expected_shape``, non-negative, not all zero."""
+def check_weights(weights: torch.Tensor, expected_shape: tuple, *, allow_zero_mass: bool = False) -> None:
+    """Token weights of a weighted empirical measure: shape ``expected_shape``, non-negative, not all zero
+    (unless ``allow_zero_mass``: a chunk of a longer prompt may carry no weight)."""
     if tuple(weights.shape) != tuple(expected_shape):
-        raise ValueError(f"weights must have shape {tuple(expected_shape)} (one per token), got {tuple(weights.shape)}")
+        raise ValueError(f"weights must have shape {tuple(expected_shape)} (one per token), "
+                         f"got {tuple(weights.shape)}")
     if weights.numel() and bool((weights < 0).any()):
         raise ValueError(f"weights must be non-negative, got minimum {float(weights.min()):.3g}")
-    if weights.numel() and bool((weights.sum(-1) <= 0).any()):
+    if not allow_zero_mass and weights.numel() and bool((weights.sum(-1) <= 0).any()):
         raise ValueError("weights must not be all zero for any prompt (the measure would have zero mass)")
 
 
-def check_positive_int(name: str, value, *, allow_none: bool = False) -> None:
+def check_positive_int(name: str, value, *, allow_none: bool = False, minimum: int = 1) -> None:
     if value is None and allow_none:
         return
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        want = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise ValueError(f"{name} must be {want}, got {value!r}")
 
 
-def check_generator(generator) -> None:
+def check_real(name: str, value, *, positive: bool = False, nonneg: bool = False) -> float:
+    """A finite real number (not a bool), optionally positive or non-negative; returned as a float."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise TypeError(f"{name} must be a finite real number, got {value!r}")
+    if positive and value <= 0:
+        raise ValueError(f"{name} must be positive, got {value!r}")
+    if nonneg and value < 0:
+        raise ValueError(f"{name} must be non-negative, got {value!r}")
+    return float(value)
+
+
+def check_choice(name: str, value, choices: tuple) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+
+
+def check_generator(generator, *, required: bool = False) -> None:
+    if generator is None and required:
+        raise TypeError("generator must be a torch.Generator (all randomness is explicit), got None")
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
 
 
+def psd_tolerance(cov: torch.Tensor) -> float:
+    """Rounding tolerance of the PSD checks: ``1e3 * eps * max(max|cov|, 1)``."""
+    scale = float(cov.abs().amax()) if cov.numel() else 0.0
+    return 1e3 * torch.finfo(cov.dtype).eps * max(scale, 1.0)
+
+
 def check_psd(name: str, cov: torch.Tensor) -> None:
-    """Symmetric positive semi-definite, up to a rounding tolerance relative to the largest entry."""
+    """Symmetric positive semi-definite (..., D, D), up to :func:`psd_tolerance`."""
     if cov.dim() < 2 or cov.shape[-1] != cov.shape[-2]:
         raise ValueError(f"{name} must be a square matrix (..., D, D), got shape {tuple(cov.shape)}")
-    eps = torch.finfo(cov.dtype).eps
-    scale = float(cov.abs().amax()) if cov.numel() else 0.0
-    tol = 1e3 * eps * max(scale, 1.0)
-    asym = float((cov - cov.transpose(-1, -2)).abs().amax()) if cov.numel() else 0.0
+    tol = psd_tolerance(cov)
+    asym = float((cov - cov.mT).abs().amax()) if cov.numel() else 0.0
     if asym > tol:
-        raise ValueError(f"{name} must be symmetric, got max |{name} - {name}^T| = {asym:.3g} (tolerance {tol:.1e})")
-    lam_min = float(torch.linalg.eigvalsh(0.5 * (cov + cov.transpose(-1, -2))).min())
+        raise ValueError(f"{name} must be symmetric, got max |{name} - {name}^T| = {asym:.3g} "
+                         f"(tolerance {tol:.1e})")
+    lam_min = float(torch.linalg.eigvalsh(0.5 * (cov + cov.mT)).min()) if cov.numel() else 0.0
     if lam_min < -tol:
-        raise ValueError(
-            f"{name} must be positive semi-definite, got smallest eigenvalue {lam_min:.3g} (tolerance {tol:.1e})"
-        )
+        raise ValueError(f"{name} must be positive semi-definite, got smallest eigenvalue {lam_min:.3g} "
+                         f"(tolerance {tol:.1e})")
+
+
+def check_sigma(Sigma, name: str = "Sigma") -> torch.Tensor:
+    """A non-empty (d, d) positive definite (invertible) covariance, such as the input covariance of
+    the regression model."""
+    Sigma = as_tensor_arg(name, Sigma)
+    if Sigma.dim() != 2 or Sigma.shape[0] != Sigma.shape[1] or Sigma.shape[0] == 0:
+        raise ValueError(f"{name} must be a non-empty square matrix (d, d), got shape {tuple(Sigma.shape)}")
+    check_psd(name, Sigma)
+    lam_min = float(torch.linalg.eigvalsh(Sigma).min())
+    if lam_min <= 0:
+        raise ValueError(f"{name} must be positive definite (invertible), got smallest eigenvalue "
+                         f"{lam_min:.3g}")
+    return Sigma
+
+
+def check_measure(measure, name: str = "measure", *, finite_mgf: bool = False):
+    """A softlin :class:`~softlin.measures.TokenMeasure`; with ``finite_mgf``, one whose MGF is finite."""
+    from .measures import TokenMeasure
+
+    if not isinstance(measure, TokenMeasure):
+        raise TypeError(f"{name} must be a softlin TokenMeasure, got {type(measure).__name__}")
+    if finite_mgf and not measure.has_finite_mgf:
+        raise ValueError(f"{name} ({type(measure).__name__}) has no finite moment generating function away "
+                         "from 0, so the tilted law and the infinite-prompt limit do not exist")
+    return measure

@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 import torch
 
 from ._checks import check_generator, check_positive_int
-from .attention import _auto_chunk_size, softmax_attention
+from ._fast import auto_chunk_size as _auto_chunk_size
+from .attention import softmax_attention
 
 __all__ = [
     "Figure",

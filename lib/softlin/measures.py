@@ -20,15 +20,19 @@ import math
 
 import torch
 
+import numpy as np
+
 from ._checks import (
     as_tensor_arg,
     check_generator,
     check_matrix,
+    check_measure,
     check_positive_int,
     check_psd,
     check_same_dtype_device,
     check_same_leading,
     check_weights,
+    psd_tolerance,
 )
 
 __all__ = [
@@ -41,9 +45,14 @@ __all__ = [
     "StudentTMeasure",
     "LogNormalMeasure",
     "attention_limit",
+    "linear_attention_limit",
     "gaussian_attention_limit",
     "gaussian_range_factor",
+    "gauss_hermite_rule",
 ]
+
+#: Largest number of nodes :func:`gauss_hermite_rule` builds (``n_nodes ** rank``).
+MAX_QUADRATURE_NODES = 2_000_000
 
 
 class TokenMeasure:
@@ -109,8 +118,7 @@ def _range_eigh(cov):
     tolerance of check_psd) set to zero exactly, so that samples of a singular Gaussian lie exactly in
     the range of cov."""
     evals, evecs = torch.linalg.eigh(0.5 * (cov + cov.mT))
-    tol = 1e3 * torch.finfo(cov.dtype).eps * max(float(cov.abs().amax()), 1.0)
-    return torch.where(evals > tol, evals, torch.zeros_like(evals)), evecs
+    return torch.where(evals > psd_tolerance(cov), evals, torch.zeros_like(evals)), evecs
 
 
 def gaussian_range_factor(cov) -> torch.Tensor:
@@ -182,6 +190,16 @@ class GaussianMeasure(TokenMeasure):
 
     def log_mgf(self, a):
         return a @ self.mean + 0.5 * ((a @ self.cov) * a).sum(-1)
+
+    def tilted_mean(self, a):
+        """``mean + cov a`` (Lemma 2.1's completed square), ``a``: (..., D) -> (..., D)."""
+        a = self._check_a(a)
+        return self.mean + a @ self.cov.mT
+
+    def tilted_covariance(self, a):
+        """``cov`` for every ``a`` (the tilt only moves a Gaussian), ``a``: (..., D) -> (..., D, D)."""
+        a = self._check_a(a)
+        return self.cov.expand(*a.shape, self.dim)
 
     def tilt(self, a) -> "GaussianMeasure":
         """The tilted measure ``mu^(a) = N(mean + cov a, cov)`` for one direction ``a`` of shape (D,)."""
@@ -390,7 +408,10 @@ class LogNormalMeasure(TokenMeasure):
 
 
 def attention_limit(measure: TokenMeasure, queries, U, V):
-    """Infinite-prompt softmax attention ``T_{U,V}[mu](z) = V grad Lambda_mu(U z)``, by autograd.
+    """Infinite-prompt softmax attention ``T_{U,V}[mu](z) = V grad Lambda_mu(U z)`` (paper Section 2).
+
+    The tilted mean ``grad Lambda_mu`` comes from ``measure.tilted_mean``: automatic differentiation of
+    ``log_mgf`` in general, the closed form ``m + Gamma a`` of Lemma 2.1 for :class:`GaussianMeasure`.
 
     Parameters
     ----------
@@ -410,8 +431,12 @@ def attention_limit(measure: TokenMeasure, queries, U, V):
     TypeError, ValueError
         Non-tensor or mismatched inputs; a measure without a finite MGF.
     """
-    if not isinstance(measure, TokenMeasure):
-        raise TypeError(f"measure must be a softlin TokenMeasure, got {type(measure).__name__}")
+    queries, U, V = _check_limit_args(measure, queries, U, V)
+    return measure.tilted_mean(queries @ U.mT) @ V.mT
+
+
+def _check_limit_args(measure, queries, U, V):
+    check_measure(measure, finite_mgf=True)
     queries = as_tensor_arg("queries", queries, min_dim=1)
     U = as_tensor_arg("U", U)
     V = as_tensor_arg("V", V)
@@ -423,7 +448,22 @@ def attention_limit(measure: TokenMeasure, queries, U, V):
     check_same_dtype_device({"queries": queries, "U": U, "V": V})
     if queries.dtype != measure.dtype:
         raise ValueError(f"queries has dtype {queries.dtype} but the measure has dtype {measure.dtype}")
-    return measure.tilted_mean(queries @ U.mT) @ V.mT
+    return queries, U, V
+
+
+def linear_attention_limit(measure, queries, U, V):
+    """Infinite-prompt normalised linear attention ``V E_mu[X X^T] U z`` (paper-notes Section 2).
+
+    ``E[X X^T] = Cov + m m^T`` is read off the log-MGF at 0 (its gradient and Hessian; the parameters for a
+    Gaussian). For ``N(m, Gamma)`` it differs from :func:`attention_limit` by ``V(m - m m^T U z)``, and the
+    two agree when ``m = 0`` (paper-notes claim 4).
+
+    Parameters and errors as :func:`attention_limit`; returns (..., Q, D_out).
+    """
+    queries, U, V = _check_limit_args(measure, queries, U, V)
+    zero = torch.zeros(measure.dim, dtype=measure.dtype, device=measure.device)
+    m, C = measure.tilted_mean(zero), measure.tilted_covariance(zero)
+    return queries @ U.mT @ (C + torch.outer(m, m)) @ V.mT
 
 
 def gaussian_attention_limit(queries, U, V, mean, cov):
@@ -465,3 +505,49 @@ def gaussian_attention_limit(queries, U, V, mean, cov):
     check_psd("cov", cov)
     tilted = mean.unsqueeze(-2) + queries @ U.mT @ cov.mT  # (..., Q, D): m + Gamma U z
     return tilted @ V.mT
+
+
+def gauss_hermite_rule(mean, cov, n_nodes: int):
+    """Tensor-product Gauss-Hermite rule for ``N(mean, cov)``: nodes and weights summing to one.
+
+    With ``cov = B B^T`` (``B`` of shape (D, r), :func:`gaussian_range_factor`) and the n-point rule
+    ``(t_k, w_k)`` for the weight ``exp(-t^2)`` (``numpy.polynomial.hermite.hermgauss``), the nodes are
+    ``mean + B sqrt(2) (t_{k_1}, ..., t_{k_r})`` with weights ``prod_j w_{k_j} / pi^{r/2}``. Then
+    ``sum_k weights_k f(nodes_k)`` equals ``E f(X)``, ``X ~ N(mean, cov)``, when ``f`` composed with ``B`` is a
+    polynomial of degree at most ``2n - 1`` in each coordinate; for entire functions such as ``exp(a^T x)``
+    the error falls faster than geometrically in ``n``. A rule is a weighted prompt: with ``weights`` it
+    goes straight into :func:`softlin.softmax_attention` or :class:`EmpiricalMeasure`.
+
+    Parameters
+    ----------
+    mean : Tensor, shape (D,)
+    cov : Tensor, shape (D, D), symmetric PSD, possibly singular (the rule lives on its range).
+    n_nodes : int, nodes per dimension of the range.
+
+    Returns
+    -------
+    nodes : Tensor, shape (n_nodes ** r, D)
+    weights : Tensor, shape (n_nodes ** r,), positive (tiny ones may underflow to 0), summing to 1.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad ``mean`` or ``cov`` (as :class:`GaussianMeasure`), non-positive ``n_nodes``, or more than
+        ``MAX_QUADRATURE_NODES`` nodes.
+    """
+    mu = GaussianMeasure(mean, cov)  # validates
+    check_positive_int("n_nodes", n_nodes)
+    B = gaussian_range_factor(mu.cov)  # (D, r)
+    r = B.shape[1]
+    if n_nodes**r > MAX_QUADRATURE_NODES:
+        raise ValueError(f"n_nodes ** rank(cov) = {n_nodes}^{r} exceeds {MAX_QUADRATURE_NODES} nodes; use "
+                         "fewer n_nodes (tensor-product quadrature is meant for rank <= 3)")
+    kw = {"dtype": mu.dtype, "device": mu.device}
+    if r == 0:
+        return mu.mean.unsqueeze(0).clone(), torch.ones(1, **kw)
+    t, w = np.polynomial.hermite.hermgauss(n_nodes)
+    g1, w1 = math.sqrt(2.0) * t, w / math.sqrt(math.pi)  # one standard normal coordinate
+    grid = np.stack(np.meshgrid(*([g1] * r), indexing="ij"), axis=-1).reshape(-1, r)  # (n^r, r)
+    w_grid = np.stack(np.meshgrid(*([w1] * r), indexing="ij"), axis=-1).reshape(-1, r)
+    nodes = mu.mean + torch.as_tensor(grid, **kw) @ B.mT  # (n^r, D)
+    return nodes, torch.as_tensor(np.prod(w_grid, axis=1), **kw)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-__all__ = ["explorer", "small_multiples"]
+__all__ = ["explorer", "small_multiples", "show_source"]
 
 
 def explorer(plot, **sliders):
@@ -103,3 +103,43 @@ def small_multiples(plot, grid, *, ncols=3, panel_size=(3.2, 2.8), sharex=True, 
     for ax in list(axes.flat)[len(grid):]:
         ax.set_visible(False)
     return fig
+
+
+def show_source(obj, *, docstring: bool = False) -> str:
+    """Show the source code of a softlin function or class on the page, without its docstring.
+
+    This is how a chapter shows the few lines a statement of the paper becomes (the code is read from the
+    installed library with ``inspect.getsource``, never copied into the page). In Jupyter the code is
+    displayed as a highlighted Python block; elsewhere it is printed. Returns the code shown.
+
+    Raises
+    ------
+    TypeError if ``obj`` has no Python source (a builtin, a number).
+    """
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        src = textwrap.dedent(inspect.getsource(obj))
+    except (TypeError, OSError) as exc:
+        raise TypeError(f"obj must be a Python function or class with source code, got {obj!r}") from exc
+    if not docstring:
+        node = ast.parse(src).body[0]
+        body = getattr(node, "body", [])
+        if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            lines = src.splitlines()
+            first, last = body[0].lineno - 1, body[0].end_lineno  # 1-based, inclusive
+            src = "\n".join(lines[:first] + lines[last:]) + "\n"
+    try:
+        from IPython import get_ipython
+        from IPython.display import Markdown, display
+
+        if get_ipython() is not None:
+            display(Markdown(f"```python\n{src}```"))
+            return src
+    except ImportError:  # pragma: no cover - IPython is part of the book's environment
+        pass
+    print(src)
+    return src

@@ -1,0 +1,162 @@
+"""Monte Carlo tools shared by every chapter: prompts drawn from a token law, means with standard errors,
+paired differences and weighted power-law fits.
+
+A prompt of length L drawn i.i.d. from a token law ``mu`` is the empirical measure ``mu_hat_L``; anything
+computed from it (an attention output, an error, a risk) is a random variable, and the book reports its
+mean over many independent prompts with the standard error ``sd / sqrt(n)``. Rates are read off a
+log-log fit whose slope error is inflated when the points scatter more than their errors allow.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from ._checks import as_tensor_arg, check_generator, check_measure, check_positive_int
+
+__all__ = ["prompt_batches", "MonteCarloEstimate", "mean_and_stderr", "paired_difference", "PowerLawFit",
+           "fit_power_law"]
+
+
+def prompt_batches(measure, L: int, n_prompts: int, *, generator, max_tokens: int = 2**20):
+    """Draw ``n_prompts`` independent prompts of ``L`` i.i.d. tokens from ``measure``, in batches.
+
+    Yields token tensors of shape (n, L, D), n <= max(1, max_tokens // L), whose sizes add up to
+    ``n_prompts``: memory stays bounded for long prompts (L = 10^6) and the draws are those of
+    ``measure.sample(n * L)`` batch after batch, from ``generator`` only.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Not a softlin measure, a missing or wrong generator, non-positive sizes.
+    """
+    check_measure(measure)
+    check_positive_int("L", L)
+    check_positive_int("n_prompts", n_prompts)
+    check_positive_int("max_tokens", max_tokens)
+    check_generator(generator, required=True)
+    per_batch = max(1, max_tokens // L)
+    for start in range(0, n_prompts, per_batch):
+        n = min(per_batch, n_prompts - start)
+        yield measure.sample(n * L, generator=generator).reshape(n, L, measure.dim)
+
+
+class MonteCarloEstimate(NamedTuple):
+    """A Monte Carlo mean with its standard error ``sd / sqrt(n)`` over ``n`` i.i.d. samples."""
+
+    mean: object
+    stderr: object
+    n: int
+
+    def __str__(self):
+        return f"{float(self.mean):.4g} ± {float(self.stderr):.2g}"
+
+
+def _as_samples(name, x, dim):
+    if isinstance(x, torch.Tensor):
+        x = as_tensor_arg(name, x, min_dim=1).detach().double().cpu()
+    else:
+        x = torch.as_tensor(np.asarray(x, dtype=np.float64))
+        as_tensor_arg(name, x, min_dim=1)
+    if x.shape[dim] < 2:
+        raise ValueError(f"{name} must hold at least two samples along dim {dim} to estimate a standard "
+                         f"error, got shape {tuple(x.shape)}")
+    return x
+
+
+def mean_and_stderr(samples, dim: int = 0) -> MonteCarloEstimate:
+    """Mean of i.i.d. ``samples`` along ``dim`` and its standard error ``sd / sqrt(n)`` (float64).
+
+    ``samples``: Tensor or array-like with at least two samples along ``dim``. Returns floats for 1-D input,
+    float64 tensors of the remaining shape otherwise.
+    """
+    x = _as_samples("samples", samples, dim)
+    n = x.shape[dim]
+    mean, se = x.mean(dim), x.std(dim) / math.sqrt(n)
+    if mean.dim() == 0:
+        return MonteCarloEstimate(float(mean), float(se), n)
+    return MonteCarloEstimate(mean, se, n)
+
+
+def paired_difference(x, y, dim: int = 0) -> MonteCarloEstimate:
+    """Mean and standard error of ``x - y`` for paired samples (the same prompt, seed or start for both).
+
+    Pairing removes the variation the two share, so the error of the difference is usually far smaller than
+    the two standard errors combined. ``x`` and ``y`` must have the same shape.
+    """
+    x, y = _as_samples("x", x, dim), _as_samples("y", y, dim)
+    if x.shape != y.shape:
+        raise ValueError(f"x and y must have the same shape (paired samples), got {tuple(x.shape)} and "
+                         f"{tuple(y.shape)}")
+    return mean_and_stderr(x - y, dim)
+
+
+class PowerLawFit(NamedTuple):
+    """Fit of ``log value = log prefactor + slope * log L`` (:func:`fit_power_law`)."""
+
+    slope: float
+    slope_stderr: float  #: includes the factor sqrt(max(1, chi2_dof)) when errors were given
+    prefactor: float
+    chi2_dof: float  #: reduced chi-square of the weighted fit (about 1 for a good fit; NaN without errors)
+
+    def predict(self, L):
+        """``prefactor * L ** slope`` (NumPy)."""
+        return self.prefactor * np.asarray(L, dtype=float) ** self.slope
+
+
+def fit_power_law(L_values, values, stderr=None) -> PowerLawFit:
+    """Fit ``values ≈ prefactor * L ** slope`` by least squares in log-log coordinates.
+
+    With ``stderr`` (standard errors of ``values``), points are weighted by ``(values / stderr)^2``, the
+    inverse delta-method variances of ``log values``. The slope's error from those variances is multiplied
+    by ``sqrt(chi2_dof)`` when the reduced chi-square exceeds 1 (the Birge ratio): a power law that does not
+    fit within the errors widens the interval instead of hiding. Without ``stderr``: ordinary least squares
+    and the residual-based error.
+
+    Parameters
+    ----------
+    L_values, values : 1-D array-likes of equal length (at least 3); L_values and values positive.
+    stderr : 1-D array-like of positive standard errors, optional.
+
+    Returns
+    -------
+    PowerLawFit
+
+    Raises
+    ------
+    ValueError
+        Mismatched or too short inputs, non-positive or non-finite values or errors.
+    """
+    L = np.asarray(L_values, dtype=float)
+    v = np.asarray(values, dtype=float)
+    if L.ndim != 1 or v.shape != L.shape or L.size < 3:
+        raise ValueError(f"L_values and values must be 1-D of equal length >= 3, got shapes {L.shape} "
+                         f"and {v.shape}")
+    if np.any(L <= 0) or not np.all(np.isfinite(L)):
+        raise ValueError(f"L_values must be positive and finite, got {L.tolist()}")
+    if not np.all(np.isfinite(v)) or np.any(v <= 0):
+        raise ValueError(f"values must be finite and positive to be fitted in log-log coordinates, "
+                         f"got {v.tolist()}")
+    x, y = np.log(L), np.log(v)
+    if stderr is None:
+        w = np.ones_like(y)
+    else:
+        s = np.asarray(stderr, dtype=float)
+        if s.shape != v.shape or not np.all(np.isfinite(s)) or np.any(s <= 0):
+            raise ValueError(f"stderr must be positive and finite with the shape of values {v.shape}, "
+                             f"got {s.tolist()}")
+        w = (v / s) ** 2
+    X = np.stack([np.ones_like(x), x], axis=1)
+    A = X.T @ (w[:, None] * X)
+    coef = np.linalg.solve(A, X.T @ (w * y))
+    chi2 = float(np.sum(w * (y - X @ coef) ** 2))
+    dof = x.size - 2
+    if stderr is None:
+        var, chi2_dof = np.linalg.inv(A)[1, 1] * chi2 / dof, float("nan")
+    else:
+        chi2_dof = chi2 / dof
+        var = np.linalg.inv(A)[1, 1] * max(1.0, chi2_dof)
+    return PowerLawFit(float(coef[1]), float(math.sqrt(var)), float(math.exp(coef[0])), chi2_dof)
