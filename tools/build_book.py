@@ -88,8 +88,10 @@ def cell_timeout() -> int:
     return int(yaml.safe_load((ROOT / "_config.yml").read_text())["execute"]["timeout"])
 
 
-def execute_one(md_path: str, out_path: str, mode: str, device: str, threads: int) -> dict:
-    """Execute one chapter with papermill; return its timing record. Runs in a worker process."""
+def execute_one(md_path: str, out_path: str, mode: str, device: str, threads: int,
+                extra: dict | None = None) -> dict:
+    """Execute one chapter with papermill (``extra``: more parameters, e.g. ``{"seed": 3}``); return its
+    timing record. Runs in a worker process."""
     os.environ.setdefault("OMP_NUM_THREADS", str(threads))
     os.environ.setdefault("MKL_NUM_THREADS", str(threads))
     import jupytext
@@ -103,7 +105,7 @@ def execute_one(md_path: str, out_path: str, mode: str, device: str, threads: in
     error = None
     try:
         papermill.execute_notebook(
-            nb, out_path, parameters={"mode": mode, "device": device}, cwd=str(Path(out_path).parent),
+            nb, out_path, parameters={"mode": mode, "device": device, **(extra or {})}, cwd=str(Path(out_path).parent),
             kernel_name="python3", progress_bar=False, log_output=False,
             execution_timeout=None if mode == "paper" else cell_timeout(),
         )
