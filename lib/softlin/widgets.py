@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-__all__ = ["explorer", "small_multiples", "show_source"]
+__all__ = ["explorer", "small_multiples", "show_source", "answer_check"]
 
 
 def explorer(plot, **sliders):
@@ -143,3 +143,62 @@ def show_source(obj, *, docstring: bool = False) -> str:
         pass
     print(src)
     return src
+
+
+def answer_check(expected, *, rtol: float = 1e-6, atol: float = 0.0, inputs=None, hint: str = ""):
+    """A self-check for an exercise: returns ``check(answer)``, which says whether ``answer`` is right.
+
+    The answer key comes from softlin's closed forms or a simulation, never a pasted number: ``expected`` is
+    a callable of no arguments returning the value (a number, array or tensor), or, with ``inputs``, a
+    reference *function*, and the reader's answer is then a function evaluated at each of ``inputs`` (a list
+    of argument tuples). ``check`` prints "correct" or how far off the answer is (its relative error) and the
+    hint; it never prints the expected value. ``check(None)`` says that no answer was given yet.
+
+    Returns
+    -------
+    callable ``check(answer) -> bool``
+    """
+    import numpy as np
+    import torch
+
+    if not callable(expected):
+        raise TypeError(f"expected must be a callable that computes the answer key, got {type(expected).__name__}")
+
+    def as_array(x):
+        if isinstance(x, torch.Tensor):
+            x = x.detach().cpu().double().numpy()
+        return np.asarray(x, dtype=float)
+
+    def check(answer) -> bool:
+        if answer is None:
+            print("No answer yet: replace None by your answer and run the cell again.")
+            return False
+        try:
+            if inputs is None:
+                pairs = [(as_array(answer), as_array(expected()))]
+            else:
+                if not callable(answer):
+                    print("Your answer should be a function (def ...); it is "
+                          f"{type(answer).__name__}.")
+                    return False
+                pairs = [(as_array(answer(*args)), as_array(expected(*args))) for args in inputs]
+        except Exception as exc:  # the reader's code may fail: say so instead of a traceback
+            print(f"Evaluating your answer raised {type(exc).__name__}: {exc}")
+            return False
+        worst = 0.0
+        for got, want in pairs:
+            if got.shape != want.shape:
+                print(f"Not yet: your answer has shape {got.shape}, the expected one a different shape "
+                      f"(with {want.size} entries). {hint}".rstrip())
+                return False
+            scale = float(np.abs(want).max()) if want.size else 0.0
+            err = float(np.abs(got - want).max()) if want.size else 0.0
+            if not np.all(np.isfinite(got)) or err > atol + rtol * scale:
+                rel = err / scale if scale > 0 else err
+                print(f"Not yet: your answer is off by {rel:.2g} (relative error). {hint}".rstrip())
+                return False
+            worst = max(worst, err / scale if scale > 0 else err)
+        print(f"Correct (relative error {worst:.1g}).")
+        return True
+
+    return check
