@@ -124,6 +124,8 @@ def test_heavy_tailed_measures_have_no_limit(gen, measure):
     assert math.isinf(float(measure.log_mgf(torch.tensor([0.1, 0.0], dtype=F64))))
     with pytest.raises(ValueError, match="no finite moment generating function"):
         sl.attention_limit(measure, torch.ones(1, 2, dtype=F64), torch.eye(2, dtype=F64), torch.eye(2, dtype=F64))
+    with pytest.raises(ValueError, match="no finite moment generating function"):
+        measure.tilted_covariance(torch.zeros(2, dtype=F64))
     x = measure.sample(100_000, generator=gen)
     assert x.shape == (100_000, 2) and torch.isfinite(x).all()
     assert abs(float(x.mean())) < 0.1  # centred
@@ -161,8 +163,10 @@ def test_sampling_is_reproducible():
         (lambda: sl.EmpiricalMeasure(torch.zeros(0, 2, dtype=F64)), ValueError, "at least one token"),
         (lambda: sl.EmpiricalMeasure(torch.zeros(3, 2, dtype=F64), torch.zeros(3, dtype=F64)), ValueError, "all zero"),
         (lambda: sl.RademacherMeasure(0), ValueError, "dim must be a positive integer"),
-        (lambda: sl.UniformMeasure(2, half_width=-1.0), ValueError, "half_width must be a positive"),
-        (lambda: sl.StudentTMeasure(2, df=0), ValueError, "df must be a positive"),
+        (lambda: sl.UniformMeasure(2, half_width=-1.0), ValueError, "half_width must be positive"),
+        (lambda: sl.UniformMeasure(2, half_width=float("nan")), TypeError, "half_width must be a finite"),
+        (lambda: sl.StudentTMeasure(2, df=0), ValueError, "df must be positive"),
+        (lambda: sl.LogNormalMeasure(2, s="1"), TypeError, "s must be a finite real number"),
     ],
 )
 def test_bad_measure_arguments(make, exc, needle):
@@ -193,3 +197,75 @@ def test_attention_limit_bad_inputs():
         sl.attention_limit(mu, torch.zeros(1, 2, dtype=F64), torch.eye(3, dtype=F64), torch.eye(2, dtype=F64))
     with pytest.raises(ValueError, match="dtype"):
         sl.attention_limit(mu, torch.zeros(1, 2), torch.eye(2), torch.eye(2))
+
+
+# ------------------------------------------------------------- the range factor and the Gauss-Hermite rule
+# A full-rank law, regression tokens z = (x, w^T x) (rank 2), a shifted rank-2 law, and D = 1.
+_J = torch.cat([torch.eye(2, dtype=F64), torch.tensor([[0.8, -0.6]], dtype=F64)])
+_GAMMA_B = _J @ torch.tensor([[1.0, 0.5], [0.5, 1.0]], dtype=F64) @ _J.T
+LAWS = {"shifted full rank": (torch.tensor([0.5, -0.3, 0.2], dtype=F64),
+                              torch.tensor([[1.0, 0.3, 0.0], [0.3, 0.8, 0.2], [0.0, 0.2, 0.5]], dtype=F64)),
+        "regression tokens": (torch.zeros(3, dtype=F64), _GAMMA_B),
+        "shifted rank 2": (_J @ torch.tensor([0.3, 0.4], dtype=F64), _GAMMA_B),
+        "D=1": (torch.tensor([0.7], dtype=F64), torch.tensor([[1.3]], dtype=F64))}
+
+
+@pytest.mark.parametrize("name", list(LAWS))
+def test_range_factor_reproduces_cov_with_rank_columns(name):
+    _, cov = LAWS[name]
+    B = sl.gaussian_range_factor(cov)
+    assert B.shape == (cov.shape[0], int(torch.linalg.matrix_rank(cov)))
+    torch.testing.assert_close(B @ B.T, cov, rtol=0, atol=1e-14)  # eigh reconstruction: rounding only
+
+
+def test_range_factor_of_zero_cov_has_no_columns_and_rule_is_a_dirac():
+    assert sl.gaussian_range_factor(torch.zeros(2, 2, dtype=F64)).shape == (2, 0)
+    nodes, weights = sl.gauss_hermite_rule(torch.tensor([1.0, 2.0], dtype=F64), torch.zeros(2, 2, dtype=F64), 5)
+    torch.testing.assert_close(nodes, torch.tensor([[1.0, 2.0]], dtype=F64))
+    torch.testing.assert_close(weights, torch.ones(1, dtype=F64))
+
+
+@pytest.mark.parametrize("name", list(LAWS))
+def test_rule_integrates_low_degree_polynomials_exactly(name):
+    mean, cov = LAWS[name]
+    nodes, weights = sl.gauss_hermite_rule(mean, cov, 4)  # exact up to degree 7 per coordinate
+    assert abs(float(weights.sum()) - 1) < 1e-14
+    torch.testing.assert_close(weights @ nodes, mean, rtol=0, atol=1e-14)
+    xc = nodes - mean
+    torch.testing.assert_close(xc.T @ (weights[:, None] * xc), cov, rtol=0, atol=1e-14)
+    a = torch.linspace(0.3, -0.4, mean.shape[0], dtype=F64)
+    fourth = weights @ (xc @ a) ** 4  # E (a^T (X - m))^4 = 3 (a^T cov a)^2 for a Gaussian
+    assert abs(float(fourth) - 3 * float(a @ cov @ a) ** 2) < 1e-13
+
+
+def test_rule_nodes_of_a_singular_gaussian_stay_on_its_range():
+    nodes, _ = sl.gauss_hermite_rule(torch.zeros(3, dtype=F64), _GAMMA_B, 6)
+    null = torch.tensor([0.8, -0.6, -1.0], dtype=F64)  # _GAMMA_B @ null = 0
+    assert nodes.shape == (36, 3)  # 6^rank nodes, rank 2
+    assert float((nodes @ null).abs().max()) < 1e-12
+
+
+def test_rule_rejects_bad_inputs():
+    mean, cov = LAWS["shifted full rank"]
+    with pytest.raises(ValueError, match="n_nodes"):
+        sl.gauss_hermite_rule(mean, cov, 0)
+    with pytest.raises(ValueError, match="exceeds"):
+        sl.gauss_hermite_rule(torch.zeros(4, dtype=F64), torch.eye(4, dtype=F64), 60)
+    with pytest.raises(ValueError, match="positive semi-definite"):
+        sl.gauss_hermite_rule(mean, -cov, 5)
+    with pytest.raises(ValueError, match="cov must have shape"):
+        sl.gauss_hermite_rule(mean, torch.eye(2, dtype=F64), 5)
+    with pytest.raises(TypeError, match="mean"):
+        sl.gauss_hermite_rule([0.0, 0.0], torch.eye(2, dtype=F64), 5)
+
+
+def test_linear_attention_limit_differs_from_softmax_by_the_mean_term(gen):
+    """V(Gamma + m m^T) U z for linear attention; V(m + Gamma U z) for softmax: the difference is
+    V(m - m m^T U z), and it vanishes for a centred law (paper-notes claim 4)."""
+    mean, cov = LAWS["shifted full rank"]
+    q = torch.randn(5, 3, generator=gen, dtype=F64)
+    U, V = torch.randn(3, 3, generator=gen, dtype=F64), torch.randn(2, 3, generator=gen, dtype=F64)
+    for m in (mean, torch.zeros(3, dtype=F64)):
+        mu = sl.GaussianMeasure(m, cov)
+        diff = sl.attention_limit(mu, q, U, V) - sl.linear_attention_limit(mu, q, U, V)
+        torch.testing.assert_close(diff, (m - (q @ U.T @ m)[:, None] * m) @ V.T, rtol=1e-12, atol=1e-12)

@@ -18,38 +18,17 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
-import numpy as np
+from ._checks import (as_tensor_arg, check_generator, check_matrix, check_measure, check_positive_int,
+                      check_psd, check_real, check_same_dtype_device, check_same_leading, check_weights,
+                      psd_tolerance)
 
-from ._checks import (
-    as_tensor_arg,
-    check_generator,
-    check_matrix,
-    check_measure,
-    check_positive_int,
-    check_psd,
-    check_same_dtype_device,
-    check_same_leading,
-    check_weights,
-    psd_tolerance,
-)
-
-__all__ = [
-    "TokenMeasure",
-    "GaussianMeasure",
-    "EmpiricalMeasure",
-    "RademacherMeasure",
-    "UniformMeasure",
-    "GaussianMixtureMeasure",
-    "StudentTMeasure",
-    "LogNormalMeasure",
-    "attention_limit",
-    "linear_attention_limit",
-    "gaussian_attention_limit",
-    "gaussian_range_factor",
-    "gauss_hermite_rule",
-]
+__all__ = ["TokenMeasure", "GaussianMeasure", "EmpiricalMeasure", "RademacherMeasure", "UniformMeasure",
+           "GaussianMixtureMeasure", "StudentTMeasure", "LogNormalMeasure", "attention_limit",
+           "linear_attention_limit", "gaussian_attention_limit", "gaussian_range_factor",
+           "gauss_hermite_rule"]
 
 #: Largest number of nodes :func:`gauss_hermite_rule` builds (``n_nodes ** rank``).
 MAX_QUADRATURE_NODES = 2_000_000
@@ -72,10 +51,12 @@ class TokenMeasure:
         raise NotImplementedError
 
     # -- derived quantities ------------------------------------------------------------------------
-    def _check_a(self, a) -> torch.Tensor:
+    def _check_a(self, a, *, tilted: bool = False) -> torch.Tensor:
         a = as_tensor_arg("a", a, min_dim=1)
         if a.shape[-1] != self.dim:
             raise ValueError(f"a must have last dimension D = {self.dim}, got shape {tuple(a.shape)}")
+        if tilted:
+            check_measure(self, type(self).__name__, finite_mgf=True)
         return a
 
     def tilted_mean(self, a: torch.Tensor) -> torch.Tensor:
@@ -83,34 +64,43 @@ class TokenMeasure:
 
         ``a``: ``(..., D)`` -> ``(..., D)``. Raises ``ValueError`` if the measure has no finite MGF.
         """
-        a = self._check_a(a)
-        if not self.has_finite_mgf:
-            raise ValueError(
-                f"{type(self).__name__} has no finite moment generating function away from 0, so the "
-                "tilted mean (and the infinite-prompt attention limit) does not exist"
-            )
+        a = self._check_a(a, tilted=True)
         return torch.func.grad(lambda x: self.log_mgf(x).sum())(a)
 
     def tilted_covariance(self, a: torch.Tensor) -> torch.Tensor:
         """Covariance of the tilted measure ``mu^(a)``, the Hessian of ``Lambda_mu`` at ``a``.
 
-        ``a``: ``(..., D)`` -> ``(..., D, D)``.
+        ``a``: ``(..., D)`` -> ``(..., D, D)``. Raises ``ValueError`` if the measure has no finite MGF.
         """
-        a = self._check_a(a)
-        if not self.has_finite_mgf:
-            raise ValueError(f"{type(self).__name__} has no finite moment generating function away from 0")
-        flat = a.reshape(-1, self.dim)
-        hess = torch.func.vmap(torch.func.hessian(self.log_mgf))(flat)
+        a = self._check_a(a, tilted=True)
+        hess = torch.func.vmap(torch.func.hessian(self.log_mgf))(a.reshape(-1, self.dim))
         return hess.reshape(*a.shape, self.dim)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(dim={self.dim})"
 
 
-def _sample_normal(n, dim, generator, dtype, device):
+def _check_sample(n, generator):
     check_positive_int("n", n)
     check_generator(generator)
-    return torch.randn(n, dim, generator=generator, dtype=dtype, device=device)
+
+
+class _Coordinates(TokenMeasure):
+    """Independent, identically distributed coordinates: ``dim``, ``dtype`` and ``device`` only."""
+
+    def __init__(self, dim: int, dtype, device):
+        check_positive_int("dim", dim)
+        self.dim, self.dtype, self.device = dim, dtype, torch.device(device)
+
+
+class _HeavyTailed(_Coordinates):
+    """A law whose MGF is infinite at every ``a != 0``: ``log_mgf`` is ``+inf`` there, 0 at 0."""
+
+    has_finite_mgf = False
+
+    def log_mgf(self, a):
+        nonzero = (a != 0).any(-1)
+        return torch.where(nonzero, torch.full(nonzero.shape, float("inf"), dtype=a.dtype), 0.0)
 
 
 def _range_eigh(cov):
@@ -185,7 +175,8 @@ class GaussianMeasure(TokenMeasure):
         self._factor = evecs * evals.sqrt()  # (D, D) with factor @ factor^T = cov (zero columns off range)
 
     def sample(self, n, *, generator=None):
-        g = _sample_normal(n, self.dim, generator, self.dtype, self.device)
+        _check_sample(n, generator)
+        g = torch.randn(n, self.dim, generator=generator, dtype=self.dtype, device=self.device)
         return self.mean + g @ self._factor.mT
 
     def log_mgf(self, a):
@@ -244,8 +235,7 @@ class EmpiricalMeasure(TokenMeasure):
         self._log_p = torch.log(weights / weights.sum())
 
     def sample(self, n, *, generator=None):
-        check_positive_int("n", n)
-        check_generator(generator)
+        _check_sample(n, generator)
         idx = torch.multinomial(self._log_p.exp(), n, replacement=True, generator=generator)
         return self.atoms[idx]
 
@@ -253,7 +243,7 @@ class EmpiricalMeasure(TokenMeasure):
         return torch.logsumexp(a @ self.atoms.mT + self._log_p, dim=-1)
 
 
-class RademacherMeasure(TokenMeasure):
+class RademacherMeasure(_Coordinates):
     """Independent uniform signs on {-1, +1}^D: centred, unit variance, 1-sub-Gaussian, not Gaussian.
 
     ``log_mgf(a) = sum_j log cosh(a_j)``, so the infinite-prompt limit is ``V tanh(U z)`` (coordinate-wise
@@ -261,12 +251,10 @@ class RademacherMeasure(TokenMeasure):
     """
 
     def __init__(self, dim: int, *, dtype=torch.float64, device="cpu"):
-        check_positive_int("dim", dim)
-        self.dim, self.dtype, self.device = dim, dtype, torch.device(device)
+        super().__init__(dim, dtype, device)
 
     def sample(self, n, *, generator=None):
-        check_positive_int("n", n)
-        check_generator(generator)
+        _check_sample(n, generator)
         bits = torch.randint(0, 2, (n, self.dim), generator=generator, device=self.device)
         return (2 * bits - 1).to(self.dtype)
 
@@ -281,22 +269,18 @@ class RademacherMeasure(TokenMeasure):
         return torch.where(big, tail, direct).sum(-1)
 
 
-class UniformMeasure(TokenMeasure):
+class UniformMeasure(_Coordinates):
     """Independent coordinates uniform on [-h, h]; the default h = sqrt(3) gives unit variance.
 
     ``log_mgf(a) = sum_j log(sinh(h a_j) / (h a_j))``, evaluated stably (series near 0).
     """
 
     def __init__(self, dim: int, half_width: float = math.sqrt(3.0), *, dtype=torch.float64, device="cpu"):
-        check_positive_int("dim", dim)
-        if not (isinstance(half_width, (int, float)) and math.isfinite(half_width) and half_width > 0):
-            raise ValueError(f"half_width must be a positive finite number, got {half_width!r}")
-        self.dim, self.half_width = dim, float(half_width)
-        self.dtype, self.device = dtype, torch.device(device)
+        super().__init__(dim, dtype, device)
+        self.half_width = check_real("half_width", half_width, positive=True)
 
     def sample(self, n, *, generator=None):
-        check_positive_int("n", n)
-        check_generator(generator)
+        _check_sample(n, generator)
         u = torch.rand(n, self.dim, generator=generator, dtype=self.dtype, device=self.device)
         return (2 * u - 1) * self.half_width
 
@@ -341,8 +325,7 @@ class GaussianMixtureMeasure(TokenMeasure):
         self.dim, self.dtype, self.device = D, means.dtype, means.device
 
     def sample(self, n, *, generator=None):
-        check_positive_int("n", n)
-        check_generator(generator)
+        _check_sample(n, generator)
         comp = torch.multinomial(self.probs, n, replacement=True, generator=generator)  # (n,)
         g = torch.randn(n, self.dim, generator=generator, dtype=self.dtype, device=self.device)
         factors = torch.stack([c._factor for c in self.components])  # (K, D, D)
@@ -353,7 +336,7 @@ class GaussianMixtureMeasure(TokenMeasure):
         return torch.logsumexp(per + torch.log(self.probs), dim=-1)
 
 
-class StudentTMeasure(TokenMeasure):
+class StudentTMeasure(_HeavyTailed):
     """Independent Student-t coordinates with ``df`` degrees of freedom (centred when df > 1).
 
     Heavy-tailed: ``E exp(a^T X) = +inf`` for every ``a != 0``, so no infinite-prompt limit of the
@@ -361,50 +344,34 @@ class StudentTMeasure(TokenMeasure):
     (``scipy.special.stdtrit``) of uniforms drawn from ``generator``.
     """
 
-    has_finite_mgf = False
-
     def __init__(self, dim: int, df: float, *, dtype=torch.float64, device="cpu"):
-        check_positive_int("dim", dim)
-        if not (isinstance(df, (int, float)) and math.isfinite(df) and df > 0):
-            raise ValueError(f"df must be a positive finite number, got {df!r}")
-        self.dim, self.df, self.dtype, self.device = dim, float(df), dtype, torch.device(device)
+        super().__init__(dim, dtype, device)
+        self.df = check_real("df", df, positive=True)
 
     def sample(self, n, *, generator=None):
         from scipy.special import stdtrit
 
-        check_positive_int("n", n)
-        check_generator(generator)
+        _check_sample(n, generator)
         u = torch.rand(n, self.dim, generator=generator, dtype=torch.float64)
         u = u.clamp(1e-300, 1 - 1e-16)  # rand is in [0, 1); the inverse CDF needs the open interval
         return torch.from_numpy(stdtrit(self.df, u.numpy())).to(self.dtype).to(self.device)
 
-    def log_mgf(self, a):
-        nonzero = (a != 0).any(-1)
-        return torch.where(nonzero, torch.full(nonzero.shape, float("inf"), dtype=a.dtype), 0.0)
 
-
-class LogNormalMeasure(TokenMeasure):
+class LogNormalMeasure(_HeavyTailed):
     """Independent centred log-normal coordinates ``exp(s G) - exp(s^2/2)``, G standard normal.
 
     All moments are finite, yet the MGF is infinite for every ``a`` with a positive coordinate:
     heavy right tail. ``log_mgf`` returns ``+inf`` for ``a != 0``.
     """
 
-    has_finite_mgf = False
-
     def __init__(self, dim: int, s: float = 1.0, *, dtype=torch.float64, device="cpu"):
-        check_positive_int("dim", dim)
-        if not (isinstance(s, (int, float)) and math.isfinite(s) and s > 0):
-            raise ValueError(f"s must be a positive finite number, got {s!r}")
-        self.dim, self.s, self.dtype, self.device = dim, float(s), dtype, torch.device(device)
+        super().__init__(dim, dtype, device)
+        self.s = check_real("s", s, positive=True)
 
     def sample(self, n, *, generator=None):
-        g = _sample_normal(n, self.dim, generator, self.dtype, self.device)
+        _check_sample(n, generator)
+        g = torch.randn(n, self.dim, generator=generator, dtype=self.dtype, device=self.device)
         return torch.exp(self.s * g) - math.exp(self.s**2 / 2)
-
-    def log_mgf(self, a):
-        nonzero = (a != 0).any(-1)
-        return torch.where(nonzero, torch.full(nonzero.shape, float("inf"), dtype=a.dtype), 0.0)
 
 
 def attention_limit(measure: TokenMeasure, queries, U, V):
@@ -431,22 +398,25 @@ def attention_limit(measure: TokenMeasure, queries, U, V):
     TypeError, ValueError
         Non-tensor or mismatched inputs; a measure without a finite MGF.
     """
-    queries, U, V = _check_limit_args(measure, queries, U, V)
+    queries, U, V = _check_limit_args(queries, U, V, measure=measure)
     return measure.tilted_mean(queries @ U.mT) @ V.mT
 
 
-def _check_limit_args(measure, queries, U, V):
-    check_measure(measure, finite_mgf=True)
-    queries = as_tensor_arg("queries", queries, min_dim=1)
-    U = as_tensor_arg("U", U)
-    V = as_tensor_arg("V", V)
-    D = measure.dim
+def _check_limit_args(queries, U, V, *, measure=None, min_dim=1):
+    """queries (..., D), U (D, D), V (D_out, D) of one dtype and device; with a ``measure``, D is its
+    dimension and its MGF must be finite."""
+    if measure is not None:
+        check_measure(measure, finite_mgf=True)
+    queries = as_tensor_arg("queries", queries, min_dim=min_dim)
+    U, V = as_tensor_arg("U", U), as_tensor_arg("V", V)
+    D = queries.shape[-1] if measure is None else measure.dim
     if queries.shape[-1] != D:
-        raise ValueError(f"queries must have last dimension D = {D} (the measure's dimension), got {tuple(queries.shape)}")
+        raise ValueError(f"queries must have last dimension D = {D} (the measure's dimension), "
+                         f"got {tuple(queries.shape)}")
     check_matrix("U", U, D, D)
     check_matrix("V", V, None, D)
     check_same_dtype_device({"queries": queries, "U": U, "V": V})
-    if queries.dtype != measure.dtype:
+    if measure is not None and queries.dtype != measure.dtype:
         raise ValueError(f"queries has dtype {queries.dtype} but the measure has dtype {measure.dtype}")
     return queries, U, V
 
@@ -460,7 +430,7 @@ def linear_attention_limit(measure, queries, U, V):
 
     Parameters and errors as :func:`attention_limit`; returns (..., Q, D_out).
     """
-    queries, U, V = _check_limit_args(measure, queries, U, V)
+    queries, U, V = _check_limit_args(queries, U, V, measure=measure)
     zero = torch.zeros(measure.dim, dtype=measure.dtype, device=measure.device)
     m, C = measure.tilted_mean(zero), measure.tilted_covariance(zero)
     return queries @ U.mT @ (C + torch.outer(m, m)) @ V.mT
@@ -489,22 +459,23 @@ def gaussian_attention_limit(queries, U, V, mean, cov):
     TypeError, ValueError
         If shapes disagree, or cov is not symmetric PSD (the message names the argument).
     """
-    queries = as_tensor_arg("queries", queries, min_dim=2)
-    U, V = as_tensor_arg("U", U), as_tensor_arg("V", V)
+    queries, U, V, mean, cov = _check_gaussian_limit_args(queries, U, V, mean, cov)
+    tilted = mean.unsqueeze(-2) + queries @ U.mT @ cov.mT  # (..., Q, D): m + Gamma U z
+    return tilted @ V.mT
+
+
+def _check_gaussian_limit_args(queries, U, V, mean, cov):
+    queries, U, V = _check_limit_args(queries, U, V, min_dim=2)
     mean, cov = as_tensor_arg("mean", mean, min_dim=1), as_tensor_arg("cov", cov, min_dim=2)
-    D = queries.shape[-1]
-    check_matrix("U", U, D, D)
-    check_matrix("V", V, None, D)
-    lead = tuple(queries.shape[:-2])
+    D, lead = queries.shape[-1], tuple(queries.shape[:-2])
     if mean.shape[-1] != D or mean.dim() != len(lead) + 1:
         raise ValueError(f"mean must have shape {lead + (D,)} to match queries, got {tuple(mean.shape)}")
     check_same_leading("mean", mean, lead, "queries")
     if tuple(cov.shape) != lead + (D, D):
         raise ValueError(f"cov must have shape {lead + (D, D)} to match queries, got {tuple(cov.shape)}")
-    check_same_dtype_device({"queries": queries, "U": U, "V": V, "mean": mean, "cov": cov})
+    check_same_dtype_device({"queries": queries, "mean": mean, "cov": cov})
     check_psd("cov", cov)
-    tilted = mean.unsqueeze(-2) + queries @ U.mT @ cov.mT  # (..., Q, D): m + Gamma U z
-    return tilted @ V.mT
+    return queries, U, V, mean, cov
 
 
 def gauss_hermite_rule(mean, cov, n_nodes: int):
