@@ -85,22 +85,17 @@ def _check_sample(n, generator):
     check_generator(generator)
 
 
-class _Coordinates(TokenMeasure):
-    """Independent, identically distributed coordinates: ``dim``, ``dtype`` and ``device`` only."""
+def _init_coordinates(measure, dim, dtype, device):
+    """A law with i.i.d. coordinates is described by ``dim``, ``dtype`` and ``device`` (and its own
+    parameters)."""
+    check_positive_int("dim", dim)
+    measure.dim, measure.dtype, measure.device = dim, dtype, torch.device(device)
 
-    def __init__(self, dim: int, dtype, device):
-        check_positive_int("dim", dim)
-        self.dim, self.dtype, self.device = dim, dtype, torch.device(device)
 
-
-class _HeavyTailed(_Coordinates):
-    """A law whose MGF is infinite at every ``a != 0``: ``log_mgf`` is ``+inf`` there, 0 at 0."""
-
-    has_finite_mgf = False
-
-    def log_mgf(self, a):
-        nonzero = (a != 0).any(-1)
-        return torch.where(nonzero, torch.full(nonzero.shape, float("inf"), dtype=a.dtype), 0.0)
+def _infinite_log_mgf(self, a):
+    """``+inf`` at every ``a != 0`` (the MGF is infinite away from 0), 0 at ``a = 0``."""
+    nonzero = (a != 0).any(-1)
+    return torch.where(nonzero, torch.full(nonzero.shape, float("inf"), dtype=a.dtype), 0.0)
 
 
 def _range_eigh(cov):
@@ -243,7 +238,7 @@ class EmpiricalMeasure(TokenMeasure):
         return torch.logsumexp(a @ self.atoms.mT + self._log_p, dim=-1)
 
 
-class RademacherMeasure(_Coordinates):
+class RademacherMeasure(TokenMeasure):
     """Independent uniform signs on {-1, +1}^D: centred, unit variance, 1-sub-Gaussian, not Gaussian.
 
     ``log_mgf(a) = sum_j log cosh(a_j)``, so the infinite-prompt limit is ``V tanh(U z)`` (coordinate-wise
@@ -251,7 +246,7 @@ class RademacherMeasure(_Coordinates):
     """
 
     def __init__(self, dim: int, *, dtype=torch.float64, device="cpu"):
-        super().__init__(dim, dtype, device)
+        _init_coordinates(self, dim, dtype, device)
 
     def sample(self, n, *, generator=None):
         _check_sample(n, generator)
@@ -269,14 +264,14 @@ class RademacherMeasure(_Coordinates):
         return torch.where(big, tail, direct).sum(-1)
 
 
-class UniformMeasure(_Coordinates):
+class UniformMeasure(TokenMeasure):
     """Independent coordinates uniform on [-h, h]; the default h = sqrt(3) gives unit variance.
 
     ``log_mgf(a) = sum_j log(sinh(h a_j) / (h a_j))``, evaluated stably (series near 0).
     """
 
     def __init__(self, dim: int, half_width: float = math.sqrt(3.0), *, dtype=torch.float64, device="cpu"):
-        super().__init__(dim, dtype, device)
+        _init_coordinates(self, dim, dtype, device)
         self.half_width = check_real("half_width", half_width, positive=True)
 
     def sample(self, n, *, generator=None):
@@ -336,7 +331,7 @@ class GaussianMixtureMeasure(TokenMeasure):
         return torch.logsumexp(per + torch.log(self.probs), dim=-1)
 
 
-class StudentTMeasure(_HeavyTailed):
+class StudentTMeasure(TokenMeasure):
     """Independent Student-t coordinates with ``df`` degrees of freedom (centred when df > 1).
 
     Heavy-tailed: ``E exp(a^T X) = +inf`` for every ``a != 0``, so no infinite-prompt limit of the
@@ -344,8 +339,11 @@ class StudentTMeasure(_HeavyTailed):
     (``scipy.special.stdtrit``) of uniforms drawn from ``generator``.
     """
 
+    has_finite_mgf = False
+    log_mgf = _infinite_log_mgf
+
     def __init__(self, dim: int, df: float, *, dtype=torch.float64, device="cpu"):
-        super().__init__(dim, dtype, device)
+        _init_coordinates(self, dim, dtype, device)
         self.df = check_real("df", df, positive=True)
 
     def sample(self, n, *, generator=None):
@@ -357,15 +355,18 @@ class StudentTMeasure(_HeavyTailed):
         return torch.from_numpy(stdtrit(self.df, u.numpy())).to(self.dtype).to(self.device)
 
 
-class LogNormalMeasure(_HeavyTailed):
+class LogNormalMeasure(TokenMeasure):
     """Independent centred log-normal coordinates ``exp(s G) - exp(s^2/2)``, G standard normal.
 
     All moments are finite, yet the MGF is infinite for every ``a`` with a positive coordinate:
     heavy right tail. ``log_mgf`` returns ``+inf`` for ``a != 0``.
     """
 
+    has_finite_mgf = False
+    log_mgf = _infinite_log_mgf
+
     def __init__(self, dim: int, s: float = 1.0, *, dtype=torch.float64, device="cpu"):
-        super().__init__(dim, dtype, device)
+        _init_coordinates(self, dim, dtype, device)
         self.s = check_real("s", s, positive=True)
 
     def sample(self, n, *, generator=None):
