@@ -8,8 +8,9 @@ its goal.
 
 Every figure is a ratio of times measured in this run, with the candidates timed in turn and the best of
 several repeats kept. The reference implementations (naive softmax, the plain ``nn.Module`` training
-loop), the timing harness and the figures live in :mod:`softlin.benchmarks`, so that the book's
-Performance page can run the same code at small sizes; this script is the full-size driver. Timings use
+loop), the timing harness and the figures live in ``bench/benchmarks.py`` (beside this script, not in the
+installed package), so that the book's Performance page can run the same code at small sizes; this
+script is the full-size driver. Timings use
 one thread. The book lines read the build records ``_build/test-stage/status.json`` (fast mode, written
 by ``make test``) and ``_build/stage/status.json`` (written by ``make book``) when they exist.
 
@@ -31,7 +32,9 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 import torch  # noqa: E402
 
 import softlin as sl  # noqa: E402
-import softlin.benchmarks as bm  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchmarks as bm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK_GOALS = {"fast": 120.0, "default": 600.0}  # seconds for all chapters
@@ -84,13 +87,15 @@ def profiles(L):
     for dtype in (torch.float32, torch.float64):
         Sigma = icl.kms_covariance(5, 0.5, dtype=dtype)
         gen = torch.Generator().manual_seed(0)
-        model = icl.FullAttention.initialise(5, generator=gen, dtype=dtype)
+        soft = icl.FullAttention.initialise(5, generator=gen, dtype=dtype, starts=bm.STARTS)
+        models = [soft, soft.clone(kind="linear")]
         sampler = icl.PromptSampler(Sigma, 1000, 128, tau2=0.2, noise_var=0.1)
-        ref = bm.ReferenceTraining(bm.ReferenceAttention.from_full_attention(model), Sigma, 1000, 128,
-                                   lr=1e-3, tau2=0.2, noise_var=0.1)
-        show(f"softlin: 10 SGD steps, {dtype}",
-             lambda: [model.sgd_step(sampler.sample(gen), 1e-3) for _ in range(10)])
-        show(f"reference: 10 SGD steps, {dtype}", lambda: [ref.step(gen) for _ in range(10)])
+        ref = bm.ReferenceTraining(bm.ReferenceAttention.from_full_attention(
+            icl.FullAttention(*(w[0] for w in soft.parameters()))), Sigma, 1000, 128, lr=1e-3, tau2=0.2,
+            noise_var=0.1)
+        show(f"softlin: 10 SGD steps of {bm.STARTS} starts x {{softmax, linear}}, {dtype}",
+             lambda: [icl.sgd_step(models, sampler.sample(gen), 1e-3) for _ in range(10)])
+        show(f"reference: 10 SGD steps of one softmax model, {dtype}", lambda: [ref.step(gen) for _ in range(10)])
 
 
 def main(argv=None):

@@ -1,21 +1,26 @@
-"""The reference implementations and the harness behind ``make bench`` and the Performance page.
+"""The reference implementations and the harness behind ``make bench`` and the Performance page
+(``bench/benchmarks.py``, imported from the checkout: it is not part of the installed package).
 
 The figures compare the library's fast paths with plain references, so the references must compute the
 same thing: the naive softmax equals ``softmax_attention``, and the plain ``nn.Module`` training loop
-has the same loss, gradients and SGD update as ``softlin.icl.FullAttention`` (float64, to 1e-10). No test
+has the same loss, gradients and SGD update as ``softlin.icl.sgd_step`` (float64, to 1e-10). No test
 here asserts a time.
 """
 
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
 import softlin as sl
-import softlin.benchmarks as bm
 import softlin.icl as icl
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+import benchmarks as bm  # noqa: E402
 
 F64 = torch.float64
 SIGMA = icl.kms_covariance(5, 0.5)
@@ -46,18 +51,19 @@ def test_reference_module_has_the_full_models_predictions(gen):
 
 @pytest.mark.parametrize("L", [1, 37, 1000])
 def test_training_gradients_equal_the_reference_to_1e_10(gen, L):
-    # The issue's requirement: float64 gradients of softlin's hand-written backward pass equal the
-    # autograd gradients of the plain nn.Module loop to 1e-10 (both are rounding-level, ~1e-15).
+    # float64 gradients of softlin's fused step (read off one SGD step with lr = 1) equal the autograd
+    # gradients of the plain nn.Module loop to 1e-10 (both are rounding-level, ~1e-15).
     model = icl.FullAttention.initialise(5, generator=gen, dtype=F64)
     ref = bm.ReferenceTraining(bm.ReferenceAttention.from_full_attention(model), SIGMA, L, 16, lr=1e-3,
                                tau2=0.2, noise_var=0.1)
     tokens, queries, targets = ref.sample(gen)
     loss_ref, grads_ref = ref.loss_and_grad(tokens, queries, targets)
     batch = icl.RegressionPrompts(tokens, queries, targets, torch.zeros(16, 5, dtype=F64))  # tasks unused
-    loss, grads = model.loss_and_grad(batch)
+    stepped = model.clone()
+    (loss,) = icl.sgd_step([stepped], batch, 1.0)
     assert abs(float(loss) - float(loss_ref)) <= 1e-10 * max(1.0, abs(float(loss_ref)))
-    for ours, theirs in zip(grads.parameters(), grads_ref):
-        assert float((ours - theirs).abs().max()) <= 1e-10
+    for before, after, theirs in zip(model.parameters(), stepped.parameters(), grads_ref):
+        assert float((before - after - theirs).abs().max()) <= 1e-10
 
 
 def test_one_sgd_step_equals_the_reference_optimizer_step(gen):
@@ -67,12 +73,12 @@ def test_one_sgd_step_equals_the_reference_optimizer_step(gen):
     for _ in range(3):  # three steps on fresh batches, each batch fed to both
         tokens, queries, targets = ref.sample(gen)
         batch = icl.RegressionPrompts(tokens, queries, targets, torch.zeros(32, 5, dtype=F64))
-        loss = model.sgd_step(batch, 0.05)
+        (loss,) = icl.sgd_step([model], batch, 0.05)
         ref.optimizer.zero_grad()
         loss_ref = ref.loss_fn(ref.model(tokens, queries), targets)
         loss_ref.backward()
         ref.optimizer.step()
-        assert loss == pytest.approx(loss_ref.item(), rel=1e-12)
+        assert float(loss) == pytest.approx(loss_ref.item(), rel=1e-12)
     m = ref.model
     for ours, theirs in zip(model.parameters(), (m.q.weight, m.k.weight, m.v.weight, m.o.weight[0])):
         assert float((ours - theirs.detach()).abs().max()) <= 1e-10
@@ -137,14 +143,19 @@ def test_extra_memory_is_bounded_when_streaming_and_grows_with_L_otherwise():
     streamed = bm.extra_memory_mb(10**6)
     unchunked = bm.extra_memory_mb(10**6, chunk_size=10**6)
     assert streamed["tokens"] == pytest.approx(1e6 * 6 * 8 / 2**20)
-    assert streamed["first"] < 6 and streamed["repeat"] < 1 and unchunked["first"] > 15
+    vector = 1e6 * 8 / 2**20  # one (L,) float64 vector, 7.6 MiB: the unchunked pass holds two (scores,
+    # weights); pages the allocator already holds can absorb part of one, so ask for more than 1.5
+    assert streamed["first"] < 6 and streamed["repeat"] < 1 and unchunked["first"] > 1.5 * vector
     with pytest.raises(ValueError, match="which"):
         bm.extra_memory_mb(10, which="other")
 
 
 def test_training_step_times_and_flow_time_run():
-    t = bm.training_step_times(L=20, batch_size=4, steps=1, repeats=1)
-    assert set(t) == {"softlin", "reference", "sampling", "reference_sampling", "softlin_no_sampling",
-                      "reference_no_sampling"}
+    t = bm.training_step_times(L=20, batch_size=4, steps=1, repeats=1, starts=3)
+    assert set(t) == {"sampling", "one_start", "starts", "one_model", "plain", "reference",
+                      "reference_sampling", "one_start_fixed", "reference_fixed"}
+    figs, step = bm.training_figures(dtypes=(torch.float32,), steps=1, repeats=1, L=20, batch_size=4,
+                                     starts=3)
+    assert len(figs) == 3 and figs[0].passed is not None and figs[2].passed is None and step
     f = bm.flow_time()
     assert f["distance"] <= 1e-8 and 0 < f["T"] <= 100  # the flow reaches 1e-8 (the grid located T)

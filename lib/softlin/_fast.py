@@ -112,3 +112,96 @@ def streaming_tilted_mean(tokens, a, weights, chunk_size):
     n = (scale.unsqueeze(-1) * numerators).sum(0)  # (..., Q, D)
     s = (scale * sums).sum(0)  # (..., Q)
     return n / s.unsqueeze(-1)
+
+
+# ==================================================================================================
+# The fused training step of softlin.icl.FullAttention: selected by ``icl.sgd_step(..., fused=True)`` and
+# tested equal, values and gradients, to autograd of ``FullAttention.loss`` (tests/test_icl.py).
+
+
+def fused_sgd_step(models, tokens, zq, targets, lr):
+    """One SGD step on the batch MSE of every model in ``models``, with a hand-written backward pass.
+
+    All M models (the starts of every ``FullAttention`` in the list, softmax and linear alike) read the
+    tokens together. The rows ``X = [a_1..a_R, c_1..c_R]`` (tilt directions ``a = K^T Q z_q / sqrt(D)``,
+    read-outs ``c = V^T o``, divided by L for a linear model) give ``P = X Z^T``, the scores ``s_i`` and
+    read-outs ``y_i = c . z_i`` of every token; the softmax rows become ``e_i = exp(s_i - max)`` and
+    ``e_i y_i``; then ``P Z`` gives the weighted means ``m = sum_i p_i z_i`` and the one other token sum the
+    backward pass needs, ``sum_i p_i y_i z_i``. With ``y_hat = c . m`` and ``g = d loss / d y_hat``:
+
+    - softmax (``p_i = e_i / sum_j e_j``): ``d y_hat / d a = sum_i p_i (y_i - y_hat) z_i``;
+    - linear (``p_i = s_i / L``): ``d y_hat / d a = sum_i y_i z_i / L = G c``, ``m = G a``, with the
+      token Gram matrix ``G = Z^T Z / L``; from four linear models on, one ``G`` per prompt serves them all
+      instead of their rows in ``P``;
+
+    and ``d y_hat / d c = m``; the chain rule through ``a = K^T (Q z_q) / sqrt(D)`` and ``c = V^T o`` gives
+    the weight gradients. ``P Z`` is taken as ``Z^T P^T`` over token rows that are contiguous (the layout
+    of ``icl.PromptSampler``), which BLAS runs several times faster for D = 6. Inputs are trusted (checked
+    by the caller): tokens (B, L, D), zq (B, D), targets (B,). Returns the models' batch MSEs before the
+    step (scalar or (S,) tensors), in the order of ``models``.
+    """
+    B, L, D = tokens.shape
+    order = sorted(range(len(models)), key=lambda k: models[k].kind != "softmax")  # softmax rows first
+    group = [models[k] for k in order]
+    sizes = [m.Q.reshape(-1, D, D).shape[0] for m in group]
+    Q, K, V = (torch.cat([getattr(m, n).reshape(-1, D, D) for m in group]) for n in "QKV")
+    o = torch.cat([m.o.reshape(-1, D) for m in group])
+    M = Q.shape[0]
+    S = sum(n for n, m in zip(sizes, group) if m.kind == "softmax")
+    R = S if M - S >= 4 else M  # the models that read the tokens through rows of P
+    w = _row_scales(R, S, L, D, tokens)  # (2R, 1): 1/sqrt(D) on a, 1 on c, times 1/L for a linear model
+    U = torch.matmul(K.mT, Q)  # (M, D, D): K^T Q
+    a = torch.mm(zq, U.mT.transpose(0, 1).reshape(D, M * D)).view(B, M, D)  # K^T Q z_q, each model
+    c = torch.matmul(o.unsqueeze(1), V).squeeze(1)  # (M, D): V^T o
+    tokens_t = tokens.mT  # (B, D, L)
+    if tokens_t.stride(-1) != 1:
+        tokens_t = tokens_t.contiguous()
+    P = torch.matmul(torch.cat([a[:, :R], c[:R].expand(B, R, D)], 1).mul_(w), tokens_t)  # (B, 2R, L)
+    e = P[:, :S]  # softmax rows: the scores s_i, then e_i = exp(s_i - max_j s_j)
+    e.sub_(e.amax(-1, keepdim=True)).exp_()
+    P[:, R:R + S].mul_(e)  # e_i y_i
+    sums = torch.matmul(tokens_t, P.mT).mT  # (B, 2R, D): the token sums weighted by each row of P
+    if S:
+        z = e.sum(-1, keepdim=True)
+        sums[:, :S].div_(z)
+        sums[:, R:R + S].div_(z)
+    m, second = sums[:, :R], sums[:, R:]  # (B, R, D): sum_i p_i z_i and sum_i p_i y_i z_i
+    if R < M:  # the linear models through the Gram matrix
+        G = torch.matmul(tokens_t, tokens_t.mT).div_(L * math.sqrt(D))  # (B, D, D), with 1/sqrt(D)
+        m = torch.cat([m, torch.matmul(a[:, R:], G)], 1)
+        second = torch.cat([second, torch.matmul(c[R:], G) * math.sqrt(D)], 1)
+    pred = (m * c).sum(-1)  # (B, M)
+    g = (pred - targets[:, None]) * (2.0 / B)  # d loss / d y_hat
+    if S:
+        second[:, :S] -= pred[:, :S, None] * m[:, :S]
+    da = second * (g / math.sqrt(D)).unsqueeze(-1)  # (B, M, D): d loss / d (K^T Q z_q)
+    dU = torch.mm(da.reshape(B, M * D).T, zq).view(M, D, D)
+    dc = (g.unsqueeze(-1) * m).sum(0)  # (M, D): d loss / d (V^T o)
+    grads = (torch.matmul(K, dU),  # dQ
+             torch.matmul(Q, dU.mT),  # dK
+             o.unsqueeze(-1) * dc.unsqueeze(-2),  # dV
+             torch.matmul(V, dc.unsqueeze(-1)).squeeze(-1))  # do
+    params = [m_.parameters()[i] for i in range(4) for m_ in group]  # Q of each model, K of each, ...
+    steps = [part.view_as(p) for part, p in zip((x for grad in grads for x in grad.split(sizes)), params)]
+    torch._foreach_add_(params, steps, alpha=-lr)
+    losses = (g * g).mean(0).mul_(B * B / 4).split(sizes)  # the batch MSE of each model
+    out = [None] * len(models)
+    for k, m_, loss in zip(order, group, losses):
+        out[k] = loss.view(m_.Q.shape[:-2])
+    return out
+
+
+_SCALES = {}
+
+
+def _row_scales(R, S, L, D, like):
+    """The scale of each row of ``X`` (cached: a step needs the same few every time)."""
+    key = (R, S, L, D, like.dtype, like.device)
+    if key not in _SCALES:
+        if len(_SCALES) > 64:
+            _SCALES.clear()
+        w = torch.full((2 * R, 1), 1.0 / L, dtype=like.dtype, device=like.device)
+        w[:S] = w[R:R + S] = 1.0
+        w[:R] /= math.sqrt(D)
+        _SCALES[key] = w
+    return _SCALES[key]

@@ -1,0 +1,370 @@
+#!/usr/bin/env python
+"""The paper's experiment at one prompt length, resumable: chapter 5's training loop with checkpoints.
+
+    .venv/bin/python tools/paper_experiment.py --L 200          # the paper's protocol at L = 200
+    .venv/bin/python tools/paper_experiment.py --L 10 --L 20    # several lengths, one after the other
+    .venv/bin/python tools/paper_experiment.py --merge          # per-length files -> book/data/...
+    make paper-experiment L=200                                  # the same (Makefile.paper)
+
+Protocol (the authors' released script, paper-notes Section 6.1): d = 5, KMS(0.5) covariance, task prior
+N(0, I/d), label noise of variance 0.1, plain SGD at lr 1e-3 on the batch MSE, 128 fresh prompts per step,
+300 000 steps, PyTorch's default initialisation. Here ``--starts`` random starts (8 by default), each
+shared by its softmax and its linear model, and all 2S models train on one data stream: one batch a step,
+read once by all of them (``softlin.icl.sgd_step``). Seeds: the starts come from ``seed``, the stream
+from ``seed + 1``, the test prompts from ``10_000 + L`` (as in the chapter).
+
+Every ``--checkpoint-every`` steps (1 000) the models, the stream's generator state and the history go to
+``<out>/checkpoints/L<L>.pt`` (written atomically); a rerun resumes from it. The per-length result
+``<out>/L<L>.json`` is rewritten at every record (every ``--record-every`` steps and at step 1 000), with
+``complete: false`` until the last step, so an interrupted run still draws what it has. ``--merge``
+collects them into the committed results file (``book/data/paper_experiment.json``), which chapter 5
+draws and ``tests/test_paper_experiment.py`` checks (the first 1 000 steps of one length rerun).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER_LENGTHS = list(range(10, 100, 10)) + list(range(100, 1001, 100))
+RESULTS = ROOT / "book" / "data" / "paper_experiment.json"
+DEFAULTS = {"d": 5, "rho": 0.5, "tau2": 0.2, "noise_var": 0.1, "lr": 1e-3, "batch": 128, "steps": 300_000,
+            "starts": 8, "seed": 0, "n_test": 8192, "record_every": 10_000, "released": False,
+            "different_starts": False}
+FIRST_BLOCK = 1_000  # the train loss over steps 1..1000 is recorded exactly (the rerun test)
+
+
+def _icl():
+    import softlin.icl as icl
+
+    return icl
+
+
+def test_batches(settings, L, device, chunk=512):
+    """The test prompts of length L: ``n_test`` prompts drawn from their own generator (10 000 + L), in
+    chunks (the same prompts at every evaluation, never all in memory)."""
+    icl = _icl()
+    Sigma = icl.kms_covariance(settings["d"], settings["rho"], dtype=torch.float32, device=device)
+    gen = torch.Generator(device).manual_seed(10_000 + L)
+    for start in range(0, settings["n_test"], chunk):
+        n = min(chunk, settings["n_test"] - start)
+        yield icl.sample_prompts(Sigma, L, n, tau2=settings["tau2"], noise_var=settings["noise_var"],
+                                 generator=gen, released=settings["released"])
+
+
+def bayes_errors(p, tau2, noise_var):
+    """Per prompt: the Bayes risk given the prompt's inputs, ``s2 + x_q^T (X^T X / s2 + I / tau2)^-1 x_q``
+    (task and noise integrated out: the posterior mean is ridge with lambda = s2 / tau2), and the squared
+    error of that ridge predictor on the drawn target. float64, shape (n,) each."""
+    x, y, xq, t = (v.double() for v in (p.x, p.y, p.x_query, p.targets))
+    eye = torch.eye(x.shape[-1], dtype=x.dtype, device=x.device)
+    prec = x.mT @ x / noise_var + eye / tau2  # the posterior precision of w
+    risk = noise_var + (xq * torch.linalg.solve(prec, xq.unsqueeze(-1)).squeeze(-1)).sum(-1)
+    beta = torch.linalg.solve(prec, (x.mT @ y.unsqueeze(-1)).squeeze(-1) / noise_var)
+    return risk, ((xq * beta).sum(-1) - t) ** 2
+
+
+def evaluate(models, settings, L, device, *, baselines=False):
+    """Test MSE of every start of every model (dict kind -> list of S floats); with ``baselines``, also the
+    Bayes and ridge errors and the start-averaged paired statistics with their test-set standard errors."""
+    errs = {k: [] for k in models}
+    bayes, ridge = [], []
+    with torch.no_grad():
+        for p in test_batches(settings, L, device):
+            for k, m in models.items():
+                errs[k].append(((m.predict(p.tokens, p.queries) - p.targets) ** 2).double().cpu())
+            if baselines:
+                b, r = bayes_errors(p, settings["tau2"], settings["noise_var"])
+                bayes.append(b.cpu())
+                ridge.append(r.cpu())
+    errs = {k: torch.cat(v, 1) for k, v in errs.items()}  # (S, n_test)
+    out = {"mse": {k: v.mean(1).tolist() for k, v in errs.items()}}
+    if baselines:
+        n = settings["n_test"]
+        bayes, ridge = torch.cat(bayes), torch.cat(ridge)
+
+        def se(v):
+            return float(v.std() / math.sqrt(n))
+
+        gap = (errs["softmax"] - errs["linear"]).mean(0)  # start-averaged paired gap, per test prompt
+        out.update(bayes=float(bayes.mean()), bayes_se=se(bayes), ridge=float(ridge.mean()),
+                   ridge_se=se(ridge), gap_test_se=se(gap),
+                   excess_test_se={k: se(v.mean(0) - bayes) for k, v in errs.items()},
+                   excess_ridge_test_se={k: se(v.mean(0) - ridge) for k, v in errs.items()},
+                   gap_test_se_per_start=[se(g) for g in errs["softmax"] - errs["linear"]])
+    return out
+
+
+def starting_models(settings, device):
+    """The S starts (``seed``): softmax and linear from the same weights, or, with ``different_starts``
+    (the released script's default), the linear models from the next S draws of the same generator."""
+    icl = _icl()
+    gen = torch.Generator(device).manual_seed(settings["seed"])
+    soft = icl.FullAttention.initialise(settings["d"], generator=gen, device=device,
+                                        starts=settings["starts"])
+    lin = (icl.FullAttention.initialise(settings["d"], generator=gen, device=device,
+                                        starts=settings["starts"])
+           if settings["different_starts"] else soft.clone())
+    return {"softmax": soft, "linear": lin.clone(kind="linear")}
+
+
+# What the numbers depend on: these definitions, compared without docstrings and comments (so that a
+# result can be matched with the commit that holds exactly this code, see merge).
+TRAINING_CODE = {
+    "lib/softlin/icl.py": ("PromptSampler", "sample_prompts", "FullAttention", "_check_prompts", "sgd_step"),
+    "lib/softlin/_fast.py": ("fused_sgd_step", "_row_scales"),
+    "lib/softlin/attention.py": ("tilted_mean", "linear_mean"),
+    "tools/paper_experiment.py": ("test_batches", "bayes_errors", "evaluate", "starting_models", "run"),
+}
+
+
+def _digest(texts):
+    """sha256 of the definitions of TRAINING_CODE in the module sources ``texts`` (path -> text)."""
+    import ast
+    import hashlib
+
+    h = hashlib.sha256()
+    for path, names in TRAINING_CODE.items():
+        tree = ast.parse(texts[path])
+        for node in tree.body:
+            if getattr(node, "name", None) in names:
+                for sub in ast.walk(node):  # drop docstrings
+                    body = getattr(sub, "body", None)
+                    if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and \
+                            isinstance(getattr(body[0], "value", None), ast.Constant) and \
+                            isinstance(body[0].value.value, str):
+                        sub.body = body[1:] or [ast.Pass()]
+                h.update(ast.unparse(node).encode())
+    return h.hexdigest()
+
+
+def code_hash():
+    """:func:`_digest` of the code as imported (softlin's package folder and this file)."""
+    import softlin
+
+    pkg = Path(softlin.__file__).resolve().parent
+    files = {f: (Path(__file__).resolve() if f.startswith("tools/") else pkg / Path(f).name)
+             for f in TRAINING_CODE}
+    return _digest({f: p.read_text() for f, p in files.items()})
+
+
+def _commit_with_code(digest):
+    """The first commit of this checkout's history whose training code has ``digest``, or None."""
+    try:
+        revs = subprocess.run(["git", "rev-list", "--reverse", "HEAD"], cwd=ROOT, capture_output=True,
+                              text=True, check=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    for rev in revs:
+        texts = {}
+        for f in TRAINING_CODE:
+            blob = subprocess.run(["git", "show", f"{rev}:{f}"], cwd=ROOT, capture_output=True, text=True)
+            if blob.returncode != 0:
+                break
+            texts[f] = blob.stdout
+        else:
+            try:
+                if _digest(texts) == digest:
+                    return rev
+            except SyntaxError:
+                continue
+    return None
+
+
+def provenance(device):
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                                check=True).stdout.strip()
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                                    capture_output=True, text=True).stdout.strip())
+    except (OSError, subprocess.CalledProcessError):
+        commit, dirty = "unknown", None
+    name = platform.processor()
+    if device.type == "cuda":
+        name = torch.cuda.get_device_name(device)
+    elif Path("/proc/cpuinfo").exists():
+        name = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                     if line.startswith("model name")), name)
+    return {"commit": commit, "dirty": dirty, "code_sha256": code_hash(), "device": f"{device.type}: {name}",
+            "torch": torch.__version__,
+            "python": platform.python_version(), "threads": torch.get_num_threads(),
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+
+
+def _save_atomic(obj, path: Path, *, as_json=False):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    if as_json:
+        tmp.write_text(json.dumps(obj, separators=(",", ":")))
+    else:
+        torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def _rounded(x, digits=6):
+    if isinstance(x, float):
+        return float(f"{x:.{digits}g}")
+    if isinstance(x, list):
+        return [_rounded(v, digits) for v in x]
+    if isinstance(x, dict):
+        return {k: _rounded(v, digits) for k, v in x.items()}
+    return x
+
+
+def run(L, settings=None, *, out=ROOT / "_build" / "paper-experiment", device="cpu", progress=True,
+        checkpoint_every=1_000, stop_after=None):
+    """Train (or resume) the experiment at prompt length ``L``; returns the per-length result dict.
+
+    ``settings``: overrides of :data:`DEFAULTS`. ``stop_after``: stop (after checkpointing) once this many
+    steps are done in total, as an interruption would (for the resume test)."""
+    from tqdm.auto import tqdm
+
+    icl = _icl()
+    settings = {**DEFAULTS, **(settings or {})}
+    device = torch.device(device)
+    out = Path(out)
+    ckpt_path, json_path = out / "checkpoints" / f"L{L:04d}.pt", out / f"L{L:04d}.json"
+    Sigma = icl.kms_covariance(settings["d"], settings["rho"], dtype=torch.float32, device=device)
+    sampler = icl.PromptSampler(Sigma, L, settings["batch"], tau2=settings["tau2"],
+                                noise_var=settings["noise_var"], released=settings["released"])
+    stream = torch.Generator(device).manual_seed(settings["seed"] + 1)
+    models = starting_models(settings, device)
+    kinds = list(models)
+    history = {"steps": [], "test_mse": {k: [] for k in kinds}, "train_loss": {k: [] for k in kinds}}
+    step, wall, block, block_n, baselines = 0, 0.0, None, 0, None
+    if ckpt_path.exists():
+        ck = torch.load(ckpt_path, weights_only=False)
+        if ck["settings"] != settings:
+            raise SystemExit(f"{ckpt_path} was written with other settings: {ck['settings']}; delete it")
+        step, wall, history, baselines = ck["step"], ck["wall"], ck["history"], ck["baselines"]
+        block, block_n = ck["block"], ck["block_n"]
+        for k in kinds:
+            for w, saved in zip(models[k].parameters(), ck["models"][k]):
+                w.copy_(saved)
+        stream.set_state(ck["stream"])
+    if baselines is None:
+        baselines = evaluate(models, settings, L, device, baselines=True)
+        baselines.pop("mse")
+
+    def record(s):
+        history["steps"].append(s)
+        ev = evaluate(models, settings, L, device)
+        for k in kinds:
+            history["test_mse"][k].append(ev["mse"][k])
+            history["train_loss"][k].append(None if block is None else (block[k] / block_n).tolist())
+
+    def write(complete):
+        final = evaluate(models, settings, L, device, baselines=True) if complete else {}
+        result = {"L": L, "settings": settings, "complete": complete, "steps_done": step,
+                  "provenance": {**provenance(device), "wall_seconds": round(wall, 1)},
+                  "baselines": _rounded(baselines), "history": _rounded(history), "final": _rounded(final)}
+        if complete:
+            result["final"]["key_query"] = {k: _rounded(m.key_query().tolist(), 5) for k, m in models.items()}
+            result["final"]["output_value"] = {k: _rounded(m.output_value().tolist(), 5)
+                                               for k, m in models.items()}
+        _save_atomic(result, json_path, as_json=True)
+        return result
+
+    if step == 0:
+        record(0)
+    steps = settings["steps"]
+    bar = tqdm(total=steps, initial=step, disable=not progress, desc=f"L={L}", mininterval=5)
+    t0, result = time.perf_counter(), None
+    while step < steps:
+        batch = sampler.sample(stream)
+        losses = icl.sgd_step([models[k] for k in kinds], batch, settings["lr"])
+        if block is None:
+            block, block_n = {k: torch.zeros_like(v) for k, v in zip(kinds, losses)}, 0
+        for k, v in zip(kinds, losses):
+            block[k] += v
+        block_n += 1
+        step += 1
+        bar.update(1)
+        if step == FIRST_BLOCK:
+            history["first_block"] = {k: (block[k] / block_n).tolist() for k in kinds}  # full precision
+        if step % settings["record_every"] == 0 or step == FIRST_BLOCK or step == steps:
+            if not all(math.isfinite(x) for k in kinds for x in (block[k] / block_n).tolist()):
+                raise SystemExit(f"L={L}: training diverged before step {step}")
+            record(step)
+            block, block_n = None, 0
+        if step % checkpoint_every == 0 or step == steps or step == stop_after:
+            wall += time.perf_counter() - t0
+            t0 = time.perf_counter()
+            _save_atomic({"settings": settings, "step": step, "wall": wall, "history": history,
+                          "baselines": baselines, "block": block, "block_n": block_n,
+                          "models": {k: [w.clone() for w in m.parameters()] for k, m in models.items()},
+                          "stream": stream.get_state()}, ckpt_path)
+            if step % settings["record_every"] == 0 or step == FIRST_BLOCK or step == steps:
+                result = write(step == steps)
+        if step == stop_after:
+            break
+    bar.close()
+    return result if result is not None else json.loads(json_path.read_text())
+
+
+def merge(out=ROOT / "_build" / "paper-experiment", target=RESULTS):
+    """Collect the per-length results into one file (sorted by L); returns its size in bytes."""
+    files = sorted(Path(out).glob("L*.json"))
+    if not files:
+        raise SystemExit(f"no per-length results in {out}")
+    lengths = [json.loads(f.read_text()) for f in files]
+    for res in lengths:
+        # the commit that holds exactly the code that ran (None: not committed)
+        res["provenance"]["code_commit"] = _commit_with_code(res["provenance"]["code_sha256"])
+        # compact (under 200 KB for all 19 lengths): the test MSE every 20 000 steps and at step
+        # 1 000 (5 digits), the first block's train loss, the effective matrices to 4 digits
+        hist = res["history"]
+        keep = [i for i, s in enumerate(hist["steps"]) if s % 20_000 == 0 or s == FIRST_BLOCK]
+        hist["steps"] = [hist["steps"][i] for i in keep]
+        hist["test_mse"] = {k: [_rounded(v[i], 5) for i in keep] for k, v in hist["test_mse"].items()}
+        hist.pop("train_loss", None)
+        for key in ("key_query", "output_value"):
+            res["final"][key] = _rounded(res["final"][key], 4)
+    doc = {"description": "Chapter 5, the paper's experiment at its own scale (tools/paper_experiment.py)",
+           "lengths": lengths}
+    _save_atomic(doc, Path(target), as_json=True)
+    return Path(target).stat().st_size
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--L", type=int, action="append",
+                    help="prompt length (repeat for several; all 19 if none)")
+    ap.add_argument("--starts", type=int, default=DEFAULTS["starts"])
+    ap.add_argument("--steps", type=int, default=DEFAULTS["steps"])
+    ap.add_argument("--seed", type=int, default=DEFAULTS["seed"])
+    ap.add_argument("--released", action="store_true", help="the authors' released data generator")
+    ap.add_argument("--different-starts", action="store_true", help="separate starts for the linear models")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--out", type=Path, default=ROOT / "_build" / "paper-experiment")
+    ap.add_argument("--merge", action="store_true", help="merge the per-length results into --target")
+    ap.add_argument("--target", type=Path, default=RESULTS)
+    ap.add_argument("--no-progress", action="store_true")
+    args = ap.parse_args(argv)
+    if args.merge:
+        size = merge(args.out, args.target)
+        print(f"wrote {args.target} ({size / 1024:.0f} KiB)")
+        return 0
+    torch.set_num_threads(1)
+    settings = {"starts": args.starts, "steps": args.steps, "seed": args.seed, "released": args.released,
+                "different_starts": args.different_starts}
+    for L in args.L or PAPER_LENGTHS:
+        res = run(L, settings, out=args.out, device=args.device, progress=not args.no_progress)
+        mse = {k: sum(v) / len(v) for k, v in res["final"]["mse"].items()}
+        print(f"L={L}: test MSE softmax {mse['softmax']:.4f}, linear {mse['linear']:.4f}, Bayes "
+              f"{res['baselines']['bayes']:.4f}; {res['provenance']['wall_seconds']:.0f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
