@@ -174,3 +174,10 @@ def test_a_verdict_is_true_or_false_and_not_echoed():
     verdict = check(1.0)
     assert verdict and verdict == True and repr(verdict) == "True"  # noqa: E712
     assert hasattr(verdict, "_ipython_display_") and not check(2.0)
+
+
+def test_a_control_with_one_value_is_not_shown(static):
+    out = widgets.explorer(lambda ax, L, seed: ax.plot([0, L + seed]), L=SelectionSlider(options=[1, 2], value=1),
+                           seed=[5])
+    page, data = parse(out)
+    assert data["names"] == ["L"] and page.count("data-control=") == 1

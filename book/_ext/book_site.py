@@ -11,6 +11,10 @@
    and the print style of the handouts (``tools/handouts.py``).
 4. A ``{prf:proof}`` with ``:class: dropdown`` has no title, so sphinx-togglebutton crashed on it (and
    left every later dropdown of the page open); such proofs get a "Proof" title and a unique id.
+6. The ``softlin-api`` directive of the API page (``book/api.md``): one line per module gives its section, the
+   module docstring, a summary table of its ``__all__`` and every public name with its docstring (Sphinx
+   autodoc, numpydoc sections read by napoleon). A name re-exported from another listed module (the top
+   level re-exports ``softlin.attention`` and ``softlin.measures``) is documented there once, and linked.
 5. sphinx-thebe registers its configuration script twice ("Identifier 'THEBE_JS_URL' has already been
    declared"); duplicate scripts are dropped from each page.
 
@@ -24,6 +28,7 @@ from html import escape
 from pathlib import Path
 
 from docutils import nodes
+from sphinx.util.docutils import SphinxDirective
 
 BADGE = """<p class="colab-badge-line"><a class="colab-badge reference external" href="{url}"
  title="Open this chapter's notebook in Google Colab" target="_blank" rel="noopener">
@@ -93,6 +98,44 @@ def drop_duplicate_scripts(app, pagename, templatename, context, doctree):
         context["script_files"][:] = unique
 
 
+class SoftlinApi(SphinxDirective):
+    """``.. softlin-api::`` with one module name per line of content (inside ``{eval-rst}`` in MyST)."""
+
+    has_content = True
+
+    def run(self):
+        import importlib
+
+        from docutils.statemachine import StringList
+        from sphinx.util.nodes import nested_parse_with_titles
+
+        listed = [line.strip() for line in self.content if line.strip()]
+        lines = []
+        for name in listed:
+            module = importlib.import_module(name)
+            public = list(getattr(module, "__all__", []))
+            home = {n: getattr(getattr(module, n), "__module__", name) for n in public}
+            home = {n: (m if m in listed else name) for n, m in home.items()}
+            lines += [f"``{name}``", "-" * (len(name) + 4), "", f".. automodule:: {name}", "   :no-members:", ""]
+            if public:
+                lines += [".. currentmodule:: None", "", ".. autosummary::", "   :nosignatures:", ""]
+                lines += [f"   ~{home[n]}.{n}" for n in public] + [""]
+            for n in public:
+                if home[n] != name:
+                    continue
+                obj = getattr(module, n)
+                if isinstance(obj, type):
+                    lines += [f".. autoclass:: {name}.{n}", "   :members:", "   :show-inheritance:", ""]
+                elif callable(obj):
+                    lines += [f".. autofunction:: {name}.{n}", ""]
+                else:
+                    lines += [f".. autodata:: {name}.{n}", "   :no-value:", ""]
+        node = nodes.section()
+        node.document = self.state.document
+        nested_parse_with_titles(self.state, StringList(lines, source="softlin-api"), node)
+        return node.children
+
+
 def _add_static(app):
     app.config.html_static_path.append(str(Path(__file__).parent / "static"))
 
@@ -101,6 +144,7 @@ def setup(app):
     app.connect("doctree-read", title_dropdown_proofs)
     app.connect("doctree-resolved", add_badge)
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)
+    app.add_directive("softlin-api", SoftlinApi)
     app.connect("builder-inited", _add_static)
     app.add_css_file("book_site.css")
     app.add_js_file("softlin-explorer.js")
