@@ -516,3 +516,18 @@ def test_status_page_lists_every_chapter_with_its_time(site):
         assert f'href="{md.stem}.html"' in status, f"the status page does not link {md.stem}"
     for pkg in ("torch", "numpy", "matplotlib", "ipywidgets", "jupyter-book", "mathjax"):
         assert pkg in status, f"the status page does not give the version of {pkg}"
+
+
+def test_handouts_print_one_pdf_per_chapter(site, tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "handouts"
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "handouts.py"), "--site", str(site["html"]),
+                           "--out", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    chapters = [md.stem for md in notebook_chapters(ROOT) if re.match(r"\d\d_", md.stem)]
+    for stem in chapters:
+        pdf = (out / f"{stem}.pdf").read_bytes()
+        pages = len(re.findall(rb"/Type\s*/Page[^s]", pdf))
+        assert pdf.startswith(b"%PDF") and pages >= 2, f"{stem}.pdf: {pages} page(s)"

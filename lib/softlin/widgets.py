@@ -247,6 +247,8 @@ def _static_explorer(plot, controls, fixed_values):
         f'<img class="softlin-explorer-frame" src="{frames[flat]}" width="{w}" height="{h}" '
         f'data-frame="{flat}" alt="Explorer picture at {html.escape(state_text)} (one of {n_frames} '
         f'pictures drawn when the book was built; move the controls to see the others)">{note}'
+        f'<p class="softlin-explorer-print">Explorer shown at {html.escape(state_text)}; on the web page or '
+        "in the notebook its controls move it.</p>"
         f'<script type="application/json" class="softlin-explorer-data">{payload}</script></div>'
     )
     return HTML(page)
