@@ -181,3 +181,12 @@ def test_a_control_with_one_value_is_not_shown(static):
                            seed=[5])
     page, data = parse(out)
     assert data["names"] == ["L"] and page.count("data-control=") == 1
+
+
+def test_in_check_mode_the_explorer_validates_and_draws_the_default_only(monkeypatch):
+    monkeypatch.setenv(widgets.STATIC_ENV, "check")
+    calls = []
+    out = widgets.explorer(lambda ax, L: calls.append(L), L=SelectionSlider(options=[1, 2, 3], value=2))
+    assert calls == [2, 2] and "checked the 3 states" in out.data
+    with pytest.raises(ValueError, match="more than the 60"):
+        widgets.explorer(lambda ax, L: None, L=IntSlider(value=1, min=1, max=100))

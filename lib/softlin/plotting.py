@@ -22,7 +22,8 @@ def use_book_style() -> None:
     n = len(OKABE_ITO)
     mpl.rcParams.update(
         {
-            "axes.prop_cycle": cycler(color=OKABE_ITO) + cycler(marker=MARKERS[:n]) + cycler(linestyle=LINESTYLES[:n]),
+            "axes.prop_cycle": (cycler(color=OKABE_ITO) + cycler(marker=MARKERS[:n])
+                                + cycler(linestyle=LINESTYLES[:n])),
             "lines.markersize": 5,
             "lines.linewidth": 1.6,
             "figure.figsize": (6.4, 3.8),

@@ -19,7 +19,8 @@ import matplotlib.pyplot as plt
 __all__ = ["explorer", "small_multiples", "show_source", "answer_check"]
 
 #: Set (to anything but "" or "0") in a kernel's environment, it makes :func:`explorer` precompute its
-#: pictures for the static site instead of building live ipywidgets controls.
+#: pictures for the static site instead of building live ipywidgets controls; "check" validates the
+#: controls and draws the default picture only (for runs that build no site).
 STATIC_ENV = "SOFTLIN_STATIC_EXPLORERS"
 #: The most pictures one explorer precomputes (the product of its controls' numbers of values): about
 #: 1 MB of page per 60 pictures of 576 x 360 pixels.
@@ -198,8 +199,12 @@ def _static_explorer(plot, controls, fixed_values):
         plot(ax, **params)
         in_plot.append(time.perf_counter() - t)
 
+    # SOFTLIN_STATIC_EXPLORERS=check (a run that builds no site: tests, seed sweeps) checks all of the
+    # above and draws the default state only (twice, for the determinism check).
+    check_only = os.environ.get(STATIC_ENV) == "check"
+    states = [default] if check_only else list(itertools.product(*(range(n) for n in shape)))
     frames, t0 = [], time.perf_counter()
-    for state in itertools.product(*(range(n) for n in shape)):  # C order: the last control varies fastest
+    for state in states:  # C order: the last control varies fastest
         params = {name: values[k] for (name, (_, values, _, _)), k in zip(spec.items(), state)}
         rgb = _draw(timed, {**fixed_values, **params})
         if state == default:
@@ -210,6 +215,10 @@ def _static_explorer(plot, controls, fixed_values):
     if not np.array_equal(again, default_rgb):
         raise ValueError("explorer: plot drew two different pictures for the same parameters; it must be "
                          "deterministic given its arguments (pass the seed in, use no global random state)")
+    if check_only:
+        return HTML(f'<div class="softlin-explorer-checked"><img src="{frames[0]}" alt="The explorer\'s '
+                    f'default picture"><p>Default picture only: this run checked the {n_frames} states of '
+                    "the explorer without drawing them (no site is built).</p></div>")
     flat = int(np.ravel_multi_index(default, shape))
     uid = "softlin-explorer-" + hashlib.sha1("".join(frames).encode()).hexdigest()[:12]
     names = [str(w.description or name) for name, w in controls.items()]
@@ -242,7 +251,7 @@ def _static_explorer(plot, controls, fixed_values):
                     "live.</p>")
     page = (
         f'<div class="softlin-explorer" id="{uid}" data-frames="{n_frames}" data-default-frame="{flat}" '
-        f'data-render-seconds="{seconds:.2f}" data-plot-seconds="{sum(in_plot[:n_frames]):.2f}">'
+        f'data-render-seconds="{seconds:.2f}" data-plot-seconds="{sum(in_plot):.2f}">'
         f'<div class="softlin-explorer-controls">{"".join(rows)}</div>'
         f'<img class="softlin-explorer-frame" src="{frames[flat]}" width="{w}" height="{h}" '
         f'data-frame="{flat}" alt="Explorer picture at {html.escape(state_text)} (one of {n_frames} '
@@ -307,8 +316,9 @@ def show_source(obj, *, docstring: bool = False) -> str:
     if not docstring:
         node = ast.parse(src).body[0]
         body = getattr(node, "body", [])
-        if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
-                and isinstance(body[0].value.value, str):
+        first_expr = body[0] if body and isinstance(body[0], ast.Expr) else None
+        if first_expr is not None and isinstance(first_expr.value, ast.Constant) \
+                and isinstance(first_expr.value.value, str):
             lines = src.splitlines()
             first, last = body[0].lineno - 1, body[0].end_lineno  # 1-based, inclusive
             src = "\n".join(lines[:first] + lines[last:]) + "\n"
@@ -351,7 +361,8 @@ def answer_check(expected, *, rtol: float = 1e-6, atol: float = 0.0, inputs=None
     import torch
 
     if not callable(expected):
-        raise TypeError(f"expected must be a callable that computes the answer key, got {type(expected).__name__}")
+        raise TypeError("expected must be a callable that computes the answer key, got "
+                        f"{type(expected).__name__}")
     if rtol < 0 or atol < 0:
         raise ValueError(f"rtol and atol must be non-negative, got rtol={rtol}, atol={atol}")
     if inputs is not None:
