@@ -52,8 +52,10 @@ def test_static_explorer_draws_every_state_once_in_c_order_and_shows_the_default
                            law=Dropdown(options=["gauss", "student"], value="student"), c=fixed(7))
     page, data = parse(out)
     states = [(L, law, 7) for L in (10, 30, 100) for law in ("gauss", "student")]
-    assert calls[:6] == states  # every state once, the last control varying fastest
-    assert calls[6:] == [(30, "student", 7)]  # the default drawn again: the determinism check
+    assert calls[0] == (30, "student", 7)  # the default first: its layout is kept for every state
+    drawn = [c for i, c in enumerate(calls[1:-1]) if i == 0 or c != calls[i]]  # a redraw for room: once
+    assert drawn == states  # every state, the last control varying fastest
+    assert calls[-1] == (30, "student", 7)  # the default drawn again: the determinism check
     assert data["shape"] == [3, 2] and data["default"] == [1, 1]
     assert data["labels"] == [["10", "30", "100"], ["gauss", "student"]]
     flat = 1 * 2 + 1
@@ -165,7 +167,7 @@ def test_over_the_limit_the_stop_gap_shows_only_the_default_and_says_so(static, 
     calls = []
     out = widgets.explorer(lambda ax, L: calls.append(L), L=IntSlider(value=50, min=1, max=100))
     page, data = parse(out)
-    assert calls == [50, 50] and data["shape"] == [1] and data["labels"] == [["50"]]
+    assert calls == [50, 50, 50] and data["shape"] == [1] and data["labels"] == [["50"]]
     assert "explorer has 100 states (L: 100 values), more than the 60" in page and "over-limit" in page
 
 
@@ -187,6 +189,28 @@ def test_in_check_mode_the_explorer_validates_and_draws_the_default_only(monkeyp
     monkeypatch.setenv(widgets.STATIC_ENV, "check")
     calls = []
     out = widgets.explorer(lambda ax, L: calls.append(L), L=SelectionSlider(options=[1, 2, 3], value=2))
-    assert calls == [2, 2] and "checked the 3 states" in out.data
+    assert calls == [2, 2, 2] and "checked the 3 states" in out.data
     with pytest.raises(ValueError, match="more than the 60"):
         widgets.explorer(lambda ax, L: None, L=IntSlider(value=1, min=1, max=100))
+
+
+def test_the_default_layout_is_kept_unless_a_state_needs_more_room():
+    def plot(ax, label):
+        ax.plot([0, 1], [0, 1])
+        ax.set_ylabel(label)
+
+    rgb, position = widgets._draw(plot, {"label": "y"})
+    assert rgb.shape == (360, 576, 3) and position is not None
+    frozen, _ = widgets._draw(plot, {"label": "y"}, position)
+    assert np.array_equal(frozen, rgb)  # the same layout gives the same picture
+    wide = "a label far too long " * 3
+    fitted, _ = widgets._draw(plot, {"label": "\n".join([wide] * 4)}, position)  # falls back to a layout
+    plt.close("all")
+    assert fitted.shape == rgb.shape
+
+    def with_colorbar(ax):
+        image = ax.imshow(np.eye(3))
+        ax.figure.colorbar(image, ax=ax)
+
+    _, position = widgets._draw(with_colorbar, {})
+    assert position is None  # two axes: every state is laid out by constrained layout

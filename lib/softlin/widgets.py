@@ -76,7 +76,7 @@ def explorer(plot, **controls):
         return html
 
     def render() -> bytes:
-        return _png(_draw(plot, {**fixed_values, **{k: w.value for k, w in live.items()}}))
+        return _png(_draw(plot, {**fixed_values, **{k: w.value for k, w in live.items()}})[0])
 
     image = widgets.Image(value=render(), format="png", layout=widgets.Layout(max_width="576px"))
 
@@ -91,15 +91,31 @@ def explorer(plot, **controls):
 
 
 
-def _draw(plot, params):
-    """``plot(ax, **params)`` on a fresh white figure of FIGSIZE at DPI -> RGB pixels (H, W, 3)."""
+def _draw(plot, params, position=None):
+    """``plot(ax, **params)`` on a fresh white figure of FIGSIZE at DPI -> (RGB pixels (H, W, 3), axes
+    position or None).
+
+    With ``position`` (left, bottom, width, height, figure fractions) the axes are placed there, which
+    draws about twice as fast as constrained layout; if the plot then adds axes or reaches outside the
+    figure, it is drawn again with constrained layout. The position returned is the axes' own when the
+    figure holds one axes (to be reused for the other states of an explorer), else None."""
     import numpy as np
 
-    fig, ax = plt.subplots(figsize=FIGSIZE, dpi=DPI, layout="constrained", facecolor="white")
+    if position is None:
+        fig, ax = plt.subplots(figsize=FIGSIZE, dpi=DPI, layout="constrained", facecolor="white")
+    else:
+        fig = plt.figure(figsize=FIGSIZE, dpi=DPI, facecolor="white")
+        ax = fig.add_axes(position)
     try:
         plot(ax, **params)
         fig.canvas.draw()
-        return np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
+        if position is not None:
+            box = ax.get_tightbbox(fig.canvas.get_renderer())
+            if len(fig.axes) > 1 or box.x0 < 0 or box.y0 < 0 or box.x1 > fig.bbox.width \
+                    or box.y1 > fig.bbox.height:
+                return _draw(plot, params)
+        single = len(fig.axes) == 1
+        return np.asarray(fig.canvas.buffer_rgba())[..., :3].copy(), ax.get_position().bounds if single else None
     finally:
         plt.close(fig)  # not shown by the inline backend: the explorer shows it
 
@@ -203,15 +219,18 @@ def _static_explorer(plot, controls, fixed_values):
     # above and draws the default state only (twice, for the determinism check).
     check_only = os.environ.get(STATIC_ENV) == "check"
     states = [default] if check_only else list(itertools.product(*(range(n) for n in shape)))
+    def params_of(state):
+        return {**fixed_values, **{name: v[k] for (name, (_, v, _, _)), k in zip(spec.items(), state)}}
+
     frames, t0 = [], time.perf_counter()
+    _, position = _draw(plot, params_of(default))  # the default state's layout, kept for every state
     for state in states:  # C order: the last control varies fastest
-        params = {name: values[k] for (name, (_, values, _, _)), k in zip(spec.items(), state)}
-        rgb = _draw(timed, {**fixed_values, **params})
+        rgb, _ = _draw(timed, params_of(state), position)
         if state == default:
             default_rgb = rgb
         frames.append("data:image/png;base64," + base64.b64encode(_png(rgb, 256)).decode())
     seconds = time.perf_counter() - t0
-    again = _draw(plot, {**fixed_values, **{n: v[i] for n, (_, v, i, _) in spec.items()}})
+    again, _ = _draw(plot, params_of(default), position)
     if not np.array_equal(again, default_rgb):
         raise ValueError("explorer: plot drew two different pictures for the same parameters; it must be "
                          "deterministic given its arguments (pass the seed in, use no global random state)")
