@@ -115,6 +115,9 @@ COLLECT_JS = r"""
   out.widget_state = !!document.querySelector('script[type="application/vnd.jupyter.widget-state+json"]');
   out.explorers = [...main.querySelectorAll('.softlin-explorer')].map(e => ({
     id: e.id, ready: e.classList.contains('softlin-explorer-ready'), frames: +e.dataset.frames,
+    at_default: e.querySelector('img').dataset.frame === e.dataset.defaultFrame &&
+      [...e.querySelectorAll('[data-control]')].every(c => c.value === c.getAttribute('value') ||
+        (c.tagName === 'SELECT' && c.selectedOptions[0] && c.selectedOptions[0].hasAttribute('selected'))),
     seconds: +e.dataset.renderSeconds, bytes: e.outerHTML.length,
     over_limit: !!e.querySelector('.softlin-explorer-over-limit'),
     controls: [...e.querySelectorAll('[data-control]')].map(c => ({tag: c.tagName, n: c.tagName === 'SELECT'
@@ -453,6 +456,7 @@ def test_every_explorer_moves_and_fits_the_page_budget(site, page):
     f = facts_of(site, page)
     for e, moved in zip(f["explorers"], f["moved"]):
         assert e["ready"], f"{page}: explorer {e['id']} was not set up by softlin-explorer.js"
+        assert e["at_default"], f"{page}: explorer {e['id']} does not open on its default state and picture"
         assert all(c["n"] >= 2 for c in e["controls"]), f"{page}: explorer {e['id']} has a control with one value"
         assert moved["moves"] == sum(c["n"] - 1 for c in e["controls"]) > 0
         assert not moved["unchanged"], (

@@ -109,15 +109,18 @@ def _draw(plot, params, position=None):
     try:
         plot(ax, **params)
         fig.canvas.draw()
-        if position is not None:
-            box = ax.get_tightbbox(fig.canvas.get_renderer())
-            if len(fig.axes) > 1 or box.x0 < 0 or box.y0 < 0 or box.x1 > fig.bbox.width \
-                    or box.y1 > fig.bbox.height:
-                return _draw(plot, params)
+        if position is not None and (len(fig.axes) > 1 or not _fits(fig, ax)):
+            return _draw(plot, params)
         single = len(fig.axes) == 1
         return np.asarray(fig.canvas.buffer_rgba())[..., :3].copy(), ax.get_position().bounds if single else None
     finally:
         plt.close(fig)  # not shown by the inline backend: the explorer shows it
+
+
+def _fits(fig, ax) -> bool:
+    """Whether everything drawn for ``ax`` (labels, tick labels, title, legend) lies inside the figure."""
+    box = ax.get_tightbbox(fig.canvas.get_renderer())
+    return box.x0 >= 0 and box.y0 >= 0 and box.x1 <= fig.bbox.width and box.y1 <= fig.bbox.height
 
 
 def _png(rgb, colours: int | None = None) -> bytes:
