@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 MODE   ?= default
 JOBS   ?= 2
 
-.PHONY: install vendor book test bench sync students clean
+.PHONY: install vendor book test bench sync students handouts clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,8 +25,10 @@ book: $(STAMP)
 	$(PY) tools/build_book.py --mode $(MODE) -j $(JOBS)
 	@echo "Site: $(CURDIR)/_build/stage/_build/html/index.html"
 
-## Unit and property tests, notebook checks, fast execution of every chapter, site build, every notebook in a
-## fresh Colab-like venv (tests/test_colab.py) and the browser checks of every page (tests/test_site.py).
+## The gate: unit and property tests, notebook checks, every chapter executed in fast mode (with every exercise
+## self-check tried on its solution and on a wrong answer) and in default mode (the published site, built
+## with -W), the browser checks of that site (tests/test_site.py: explorers move, dark mode, print), every
+## student notebook in a fresh Colab-like venv (tests/test_colab.py). About 10-15 minutes on 2 cores.
 test: $(STAMP)
 	$(PY) -m pytest
 
@@ -41,6 +43,11 @@ sync: $(STAMP)
 ## Student copies of the notebooks, solutions removed: _build/student-notebooks/ and a zip.
 students: $(STAMP)
 	$(PY) tools/student_notebooks.py
+
+## One PDF per chapter from the built site (headless Chromium, the site's print style): _build/handouts/.
+handouts: $(STAMP)
+	test -f _build/stage/_build/html/index.html || $(MAKE) book
+	$(PY) tools/handouts.py
 
 clean:
 	rm -rf _build .pytest_cache .hypothesis

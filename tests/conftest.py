@@ -1,36 +1,104 @@
-"""Shared fixtures. The fast-mode book is executed and built once per test session (``built_book``)."""
+"""Shared fixtures.
+
+The gate (``make test``) executes the book twice, once per session each:
+
+* ``fast_run``: every chapter in ``fast`` mode with papermill only (no site), with every exercise
+  self-check also tried on its folded solution and on a wrong answer (``--exercise-checks``);
+* ``built_book``: every chapter in ``default`` mode, the mode the published site shows, and the site built
+  with ``-W``; the browser tests (test_site.py) check that site.
+
+``make_book`` writes a small book of fixture chapters (tests/fixtures/) with the real ``_config.yml``, for
+the tests of the build machinery itself.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 sys.path.insert(0, str(ROOT / "tools"))
 
-# Where the fast-mode test build goes; SOFTLIN_TEST_STAGE overrides it (e.g. to reuse a stage built by hand).
+# Where the test builds go; SOFTLIN_TEST_STAGE / SOFTLIN_TEST_FAST_STAGE override them.
 STAGE = Path(os.environ.get("SOFTLIN_TEST_STAGE", ROOT / "_build" / "test-stage")).resolve()
+FAST_STAGE = Path(os.environ.get("SOFTLIN_TEST_FAST_STAGE", ROOT / "_build" / "test-fast")).resolve()
+
+
+def run_build(*args: str, stage: Path) -> tuple[int, str, Path, float]:
+    """Run tools/build_book.py; return (returncode, combined output, stage, seconds)."""
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "build_book.py"), *args, "--stage", str(stage)],
+                          cwd=ROOT, capture_output=True, text=True)
+    return proc.returncode, proc.stdout + proc.stderr, stage, time.perf_counter() - t0
+
+
+def reuse(stage: Path, marker: str) -> bool:
+    """SOFTLIN_REUSE_STAGE=1 reuses a finished test build (for iterating on the tests themselves)."""
+    return os.environ.get("SOFTLIN_REUSE_STAGE") == "1" and (stage / marker).exists()
 
 
 @pytest.fixture(scope="session")
 def built_book():
-    """Execute every chapter in fast mode with papermill and build the site with -W.
+    """Execute every chapter in default mode (two at a time) and build the site with -W.
 
-    Returns (returncode, combined output, stage path). Set SOFTLIN_REUSE_STAGE=1 to reuse an existing
-    successful test stage (for iterating on the site tests).
-    """
-    html = STAGE / "_build" / "html" / "index.html"
-    if os.environ.get("SOFTLIN_REUSE_STAGE") == "1" and html.exists():
+    Returns (returncode, combined output, stage path)."""
+    if reuse(STAGE, "_build/html/index.html"):
         return 0, "reused", STAGE
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "build_book.py"), "--mode", "fast", "-j", "2", "--stage", str(STAGE)],
-        cwd=ROOT, capture_output=True, text=True,
-    )
-    return proc.returncode, proc.stdout + proc.stderr, STAGE
+    rc, log, stage, _ = run_build("--mode", "default", "-j", "2", stage=STAGE)
+    return rc, log, stage
+
+
+@pytest.fixture(scope="session")
+def fast_run():
+    """Execute every chapter in fast mode with the exercise harness (papermill only, no site).
+
+    Returns (returncode, combined output, stage path)."""
+    if reuse(FAST_STAGE, "status.json"):
+        return 0, "reused", FAST_STAGE
+    rc, log, stage, _ = run_build("--mode", "fast", "-j", "2", "--no-html", "--exercise-checks", stage=FAST_STAGE)
+    return rc, log, stage
+
+
+def make_book(root: Path, chapters: list[str], extra_pages: dict[str, str] | None = None) -> Path:
+    """A book at ``root`` with the real ``_config.yml``, its intro page and the fixture chapters named
+    ``chapters`` (files of tests/fixtures/, copied into ``book/``), in that order."""
+    (root / "book").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(ROOT / "_config.yml", root / "_config.yml")
+    shutil.copy2(ROOT / "book" / "references.bib", root / "book" / "references.bib")
+    (root / "book" / "intro.md").write_text("# Fixture book\n\nA small book for the tests of the build.\n")
+    for name in chapters:
+        shutil.copy2(FIXTURES / name, root / "book" / name)
+    for name, text in (extra_pages or {}).items():
+        (root / "book" / name).write_text(text)
+    toc = {"format": "jb-book", "root": "book/intro",
+           "chapters": [{"file": "book/" + Path(n).stem} for n in [*chapters, *(extra_pages or {})]]}
+    (root / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
+    return root
+
+
+def chromium_path() -> str:
+    """Debian's Chromium, installed with apt-get when missing (CI runs as root on Debian); a GitHub
+    runner's preinstalled Google Chrome also works."""
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    if os.geteuid() == 0 and shutil.which("apt-get"):
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, capture_output=True)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], check=True, env=env, capture_output=True)
+        found = shutil.which("chromium")
+        if found:
+            return found
+    pytest.fail("headless Chromium is needed: install Debian's `chromium` (apt-get install -y chromium)")
 
 
 @pytest.fixture

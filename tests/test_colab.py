@@ -1,4 +1,10 @@
-"""Every paired ``book/*.ipynb`` runs in a Colab-like fresh environment, installing ``softlin`` itself.
+"""Every chapter's student notebook runs in a Colab-like fresh environment, installing ``softlin`` itself.
+
+What runs is the student copy that ``make students`` hands out (``tools/student_notebooks.py``: the paired
+``book/*.ipynb`` with the folded solutions removed, the exercises' key and check cells kept). Its code cells
+are checked to be exactly those of the paired notebook that Colab opens, so running it covers both; after
+the run, every ``exercise-check`` cell must have run its check (it prints "No answer yet" for the
+``answer = None`` it starts with).
 
 The environment (``_build/colab-venv``, cached and reused while the pins do not change) holds only what
 Colab has by default and this book uses: torch, numpy, matplotlib and ipywidgets, plus ipykernel, the
@@ -167,12 +173,20 @@ def reset_to_base(base: dict) -> None:
 
 
 @pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
-def test_paired_notebook_runs_in_a_fresh_colab_like_environment(md, colab_venv, softlin_source, kernel_dir,
-                                                                  monkeypatch, tmp_path):
+def test_student_notebook_runs_in_a_fresh_colab_like_environment(md, colab_venv, softlin_source, kernel_dir,
+                                                                   monkeypatch, tmp_path):
+    import nbformat
     import papermill
+    from student_notebooks import student_copy
 
-    ipynb = md.with_suffix(".ipynb")
-    assert ipynb.exists(), f"{ipynb.name} is missing (jupytext --sync {md.relative_to(ROOT)})"
+    paired = md.with_suffix(".ipynb")
+    assert paired.exists(), f"{paired.name} is missing (jupytext --sync {md.relative_to(ROOT)})"
+    student, _ = student_copy(paired)
+    code = [(c.source, c.metadata.get("tags", [])) for c in student.cells if c.cell_type == "code"]
+    assert code == [(c.source, c.metadata.get("tags", [])) for c in nbformat.read(paired, as_version=4).cells
+                    if c.cell_type == "code"], f"{md.stem}: the student copy changed the code cells"
+    ipynb = tmp_path / paired.name
+    nbformat.write(student, ipynb)
     if "softlin" in freeze():
         run([venv_python(), "-m", "pip", "uninstall", "-y", "-q", "softlin"])
     assert not importable("softlin"), "softlin must not be importable before the setup cell runs"
@@ -182,7 +196,7 @@ def test_paired_notebook_runs_in_a_fresh_colab_like_environment(md, colab_venv, 
     for key in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP"):
         monkeypatch.delenv(key, raising=False)
     RUNS.mkdir(parents=True, exist_ok=True)
-    out = RUNS / ipynb.name
+    out = RUNS / paired.name
     # A fast-mode cell takes seconds. Rarely (once in a dozen runs here) a kernel stops answering in the
     # explorer cell with idle CPU (ipywidgets comm traffic under nbclient; cf. jupyter/nbclient#312), so a
     # cell that hits the timeout is retried once, from a reset environment; a second timeout fails.
@@ -203,6 +217,12 @@ def test_paired_notebook_runs_in_a_fresh_colab_like_environment(md, colab_venv, 
             detail = (f"{exc.ename}: {exc.evalue}\n{''.join(exc.traceback)[-3000:]}"
                       if isinstance(exc, papermill.PapermillExecutionError) else f"{name}: {exc}")
             pytest.fail(f"{ipynb.name} failed in the fresh environment (executed copy: {out}):\n{detail}")
+
+    ran = nbformat.read(out, as_version=4)
+    for cell in ran.cells:
+        if cell.cell_type == "code" and "exercise-check" in cell.metadata.get("tags", []):
+            text = "".join(o.get("text", "") for o in cell.get("outputs", []))
+            assert "No answer yet" in text, f"{ipynb.name}: a check cell did not run its check: {text[:300]!r}"
 
     after = freeze()
     assert "softlin" in after, f"{ipynb.name}: the setup cell did not install softlin"

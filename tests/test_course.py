@@ -4,7 +4,11 @@ checked on the MyST sources.
 * It opens with an "In this chapter" box giving learning objectives, prerequisites and the time it
   takes (reading, default-mode CPU run, Colab), and closes with a ``## Summary`` (its last section).
 * Its exercises are sphinx-exercise ``{exercise}`` blocks, each with a labelled ``{solution}`` folded in a
-  dropdown.
+  dropdown. Each exercise checks itself or is marked conceptual (``:class: conceptual``, for an
+  explain/predict exercise): after the block, a key cell tagged ``remove-cell`` defines
+  ``check_<label> = answer_check(...)`` (``-`` in the label becomes ``_``), then a cell tagged
+  ``exercise-check`` calls it on ``answer``, and the folded solution ends with a ``python`` block assigning
+  ``answer`` (tests/test_exercises.py runs each check on that solution and on a wrong answer).
 * Every figure cell has a caption, a label (``fig-...``) and alt text that describes the figure, and
   figures use the book's colour-blind-safe style (``softlin.plotting.use_book_style``), with no rainbow
   colour map.
@@ -93,6 +97,65 @@ def test_exercises_have_folded_solutions(md):
         assert label in solutions, f"{md.name}: exercise {label} has no {{solution}} {label}"
         assert re.search(r":class:.*\bdropdown\b", solutions[label]), (
             f"{md.name}: the solution of {label} is not folded (add `:class: dropdown`)")
+
+
+EXERCISE = re.compile(r"^`{3,}\{exercise\}[^\n]*\n((?::[a-z-]+:[^\n]*\n)*)", re.M)
+
+
+def exercises(nb) -> list[tuple[int, str, bool]]:
+    """(index of its markdown cell, label, marked conceptual) of every exercise of a notebook."""
+    out = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown":
+            for m in EXERCISE.finditer(cell.source):
+                label = re.search(r":label:\s*(\S+)", m.group(1))
+                conceptual = re.search(r":class:.*\bconceptual\b", m.group(1)) is not None
+                out.append((i, label.group(1) if label else "?", conceptual))
+    return out
+
+
+def exercise_problems(md: Path) -> list[str]:
+    """What is missing for each exercise of ``md`` that is neither self-checking nor marked conceptual."""
+    nb = jupytext.read(md)
+    cells = nb.cells
+    problems = []
+    for i, label, conceptual in exercises(nb):
+        if conceptual:
+            continue
+        name = "check_" + label.replace("-", "_")
+        key = next((j for j, c in enumerate(cells) if c.cell_type == "code" and re.search(
+            rf"^(def {name}\(|{name}\s*=)", c.source, re.M)), None)
+        check = next((j for j, c in enumerate(cells) if c.cell_type == "code"
+                      and "exercise-check" in c.metadata.get("tags", []) and re.search(rf"\b{name}\(\s*answer\s*\)", c.source)), None)
+        solution = next((j for j, c in enumerate(cells) if c.cell_type == "markdown"
+                         and re.search(rf"\{{solution\}}\s*{re.escape(label)}\b", c.source)), None)
+        if key is None or check is None:
+            problems.append(f"{label}: no {'key cell defining ' + name if key is None else 'exercise-check cell'} "
+                            "(or mark it `:class: conceptual`)")
+            continue
+        if "remove-cell" not in cells[key].metadata.get("tags", []):
+            problems.append(f"{label}: the key cell of {name} must be tagged remove-cell")
+        if not (i < key < check and (solution is None or check < solution)):
+            problems.append(f"{label}: the key and check cells must follow the exercise, before its solution")
+        body = cells[solution].source if solution is not None else ""
+        blocks = re.findall(r"^```python\n(.*?)^```", body, re.M | re.S)
+        if not blocks or not re.search(r"^(answer\s*=|def answer\()", blocks[-1], re.M):
+            problems.append(f"{label}: the solution needs a ```python block that assigns `answer`")
+    return problems
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_every_exercise_checks_itself_or_is_marked_conceptual(md):
+    problems = exercise_problems(md)
+    assert not problems, f"{md.name}:\n" + "\n".join(problems)
+
+
+def test_the_exercise_rule_accepts_the_convention_and_catches_what_is_missing():
+    fixtures = Path(__file__).resolve().parent / "fixtures"
+    assert exercise_problems(fixtures / "01_explorer_and_exercises.md") == []
+    assert exercise_problems(fixtures / "02_broken_exercises.md") == [
+        "ex-bad-missing: the solution needs a ```python block that assigns `answer`"]
+    assert exercise_problems(fixtures / "03_hang.md") == []  # no exercise at all: nothing to check here
 
 
 def figure_cells(md: Path):

@@ -11,26 +11,38 @@ network cut off, and checked for what a reader would see:
 * every internal link resolves to an existing file, and its ``#anchor`` to an element of that page;
 * no error text: no traceback or ``...Error:`` line in a cell output, no stderr output, no Sphinx
   system message, no JavaScript exception, no failed or external (CDN) request;
-* every saved widget view was rendered (no empty placeholder, no "Loading widget..." / "Error
-  displaying widget").
+* no frozen ipywidgets control is left: no widget view or saved widget state, no widget manager loaded;
+  every explorer is a precomputed one (``softlin.widgets.explorer``), and moving each of its controls
+  changes the picture (decoded and compared pixel by pixel), and moving back shows the default picture
+  again; each page's explorers add at most 3 MB;
+* the API page documents every public name of the modules it lists, with its docstring;
+* in the theme's dark mode, every figure and explorer picture keeps its light background and the text of
+  cell outputs, tables and explorer controls keeps a contrast ratio of at least 4.5 (WCAG AA);
+* in print (the handouts), sidebars, header and buttons are hidden and explorers show their default picture
+  without controls.
 
-A full-page screenshot of every page is written to ``_build/screenshots/`` to be looked at.
+The site checked is the default-mode build (``built_book``), the one that is published. A full-page
+screenshot of every page is written to ``_build/screenshots/`` (dark mode: ``_build/screenshots/dark/``),
+and the figures measured here (page sizes, explorer states, moves) to ``_build/site-report.json``.
 Chromium comes from Debian (``apt-get install -y chromium``, done here when missing and running as root).
 """
 
 from __future__ import annotations
 
-import os
+import base64
+import io
+import json
 import re
-import shutil
-import subprocess
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+import numpy as np
 import pytest
 import yaml
+from PIL import Image
 
 from build_book import notebook_chapters, toc_files
+from conftest import chromium_path
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
 
@@ -46,23 +58,6 @@ DEFAULT_REPR = re.compile(r"^\s*(<Figure size|<matplotlib|Figure\(|<IPython|imag
 # A traceback, or a line that starts like an exception report ("ValueError: ..."); a printed "Error: 0.01"
 # or "relative error" is not matched.
 ERROR_LINE = re.compile(r"Traceback \(most recent call last\)|^\s*[A-Z]\w*(Error|Exception|Warning)\b:", re.M)
-
-
-def chromium_path() -> str:
-    """Debian's Chromium, installed with apt-get when missing (CI runs as root on Debian); a GitHub
-    runner's preinstalled Google Chrome also works."""
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    if os.geteuid() == 0 and shutil.which("apt-get"):
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, capture_output=True)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], check=True, env=env, capture_output=True)
-        found = shutil.which("chromium")
-        if found:
-            return found
-    pytest.fail("headless Chromium is needed: install Debian's `chromium` (apt-get install -y chromium)")
 
 
 # Collected in the page after it loaded, MathJax finished and the widgets rendered.
@@ -92,7 +87,7 @@ COLLECT_JS = r"""
   out.images = [...document.images].map(img => ({
     src: img.currentSrc || img.src, alt: img.getAttribute('alt'), complete: img.complete,
     width: img.naturalWidth, in_main: main.contains(img),
-    in_widget: !!img.closest('.jupyter-widgets, .widget-subarea, .widget-output'),
+    in_widget: !!img.closest('.jupyter-widgets, .widget-subarea, .widget-output, .softlin-explorer'),
     figure_id: img.closest('figure') ? img.closest('figure').id : null,
     caption: img.closest('figure') && img.closest('figure').querySelector('figcaption')
       ? img.closest('figure').querySelector('figcaption').innerText.trim() : null,
@@ -116,6 +111,18 @@ COLLECT_JS = r"""
   }).length;
   out.widget_text = /Loading widget|Error displaying widget|Failed to load model|Could not create a view/
     .test(main.innerText);
+  out.widget_elements = document.querySelectorAll('.jupyter-widgets, .widget-subarea, .widget-slider').length;
+  out.widget_state = !!document.querySelector('script[type="application/vnd.jupyter.widget-state+json"]');
+  out.explorers = [...main.querySelectorAll('.softlin-explorer')].map(e => ({
+    id: e.id, ready: e.classList.contains('softlin-explorer-ready'), frames: +e.dataset.frames,
+    at_default: e.querySelector('img').dataset.frame === e.dataset.defaultFrame &&
+      [...e.querySelectorAll('[data-control]')].every(c => c.value === c.getAttribute('value') ||
+        (c.tagName === 'SELECT' && c.selectedOptions[0] && c.selectedOptions[0].hasAttribute('selected'))),
+    seconds: +e.dataset.renderSeconds, bytes: e.outerHTML.length,
+    over_limit: !!e.querySelector('.softlin-explorer-over-limit'),
+    controls: [...e.querySelectorAll('[data-control]')].map(c => ({tag: c.tagName, n: c.tagName === 'SELECT'
+      ? c.options.length : +c.max + 1, value: +c.value})) }));
+  out.html_bytes = document.documentElement.outerHTML.length;
   return out;
 }
 """.replace("ERROR_RE", "/" + ERROR_LINE.pattern.replace("/", "\\/") + "/m")
@@ -138,18 +145,93 @@ def shot_name(page: str) -> str:
     return page.replace("/", "__") + ".png"
 
 
+def decode(src: str) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(src.split(",", 1)[1]))).convert("RGB"))
+
+
+SET_CONTROL = """([id, k, v]) => { const c = document.querySelector('#' + id + ' [data-control="' + k + '"]');
+  c.value = String(v); c.dispatchEvent(new Event('input', {bubbles: true}));
+  c.dispatchEvent(new Event('change', {bubbles: true}));
+  return document.querySelector('#' + id + ' img.softlin-explorer-frame').getAttribute('src'); }"""
+
+
+def move_every_control(page, explorer: dict) -> dict:
+    """Move each control of one explorer to each of its other values and back; compare the pictures."""
+    eid = explorer["id"]
+    default_src = page.eval_on_selector(f"#{eid} img.softlin-explorer-frame", "i => i.getAttribute('src')")
+    default = decode(default_src)
+    moves, unchanged = 0, []
+    for k, control in enumerate(explorer["controls"]):
+        for v in range(control["n"]):
+            if v == control["value"]:
+                continue
+            src = page.evaluate(SET_CONTROL, [eid, k, v])
+            moves += 1
+            if src == default_src or np.array_equal(decode(src), default):
+                unchanged.append((k, v))
+        back = page.evaluate(SET_CONTROL, [eid, k, control["value"]])
+        if back != default_src:
+            unchanged.append((k, "back to the default does not show the default picture"))
+    return {"moves": moves, "unchanged": unchanged}
+
+
+# Computed in dark mode: the background behind each content image, and the contrast of text in cell outputs
+# and explorers against its effective background (WCAG 2 relative luminance).
+DARK_JS = r"""
+() => {
+  const main = document.querySelector('article.bd-article') || document.body;
+  const rgb = (s) => { const m = s.match(/rgba?\(([^)]+)\)/); if (!m) return null;
+    const p = m[1].split(',').map(Number); return {r: p[0], g: p[1], b: p[2], a: p.length > 3 ? p[3] : 1}; };
+  const lum = (c) => { const f = (x) => { x /= 255; return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(c.r) + 0.7152 * f(c.g) + 0.0722 * f(c.b); };
+  const background = (el) => { for (let e = el; e; e = e.parentElement) {
+      const c = rgb(getComputedStyle(e).backgroundColor); if (c && c.a > 0.5) return c; }
+    return rgb(getComputedStyle(document.body).backgroundColor) || {r: 255, g: 255, b: 255, a: 1}; };
+  const out = {theme: document.documentElement.dataset.theme, low_contrast: [], images: []};
+  const texts = main.querySelectorAll('.cell_output pre, .cell_output td, .cell_output th, .cell_output p, ' +
+    '.softlin-explorer label, .softlin-explorer output, .softlin-explorer select, .softlin-explorer-note, ' +
+    'table td, table th, figcaption');
+  texts.forEach(el => { if (!el.innerText || !el.innerText.trim() || !(el.offsetWidth || el.offsetHeight)) return;
+    const fg = rgb(getComputedStyle(el).color), bg = background(el);
+    const [a, b] = [lum(fg), lum(bg)].sort((x, y) => y - x); const ratio = (a + 0.05) / (b + 0.05);
+    if (ratio < 4.5) out.low_contrast.push(el.tagName + ' ' + ratio.toFixed(2) + ': ' + el.innerText.trim().slice(0, 60)); });
+  main.querySelectorAll('.cell_output img, figure img, .softlin-explorer img').forEach(img => {
+    const bg = rgb(getComputedStyle(img).backgroundColor);
+    out.images.push({src: (img.currentSrc || img.src).slice(-50), background: bg ? lum(bg) : null,
+                     behind: lum(background(img))}); });
+  return out;
+}
+"""
+
+# In print: what must be hidden, and the explorers' pictures.
+PRINT_JS = r"""
+() => ({
+  hidden: ['.bd-sidebar-primary', '.bd-sidebar-secondary', '.bd-header', '.bd-header-article', '.prev-next-area',
+           '.colab-badge-line', '.softlin-explorer-controls', 'button']
+    .map(s => [s, [...document.querySelectorAll(s)].filter(e => getComputedStyle(e).display !== 'none').length]),
+  explorers_at_default: [...document.querySelectorAll('.softlin-explorer')].every(e =>
+    e.querySelector('img').dataset.frame === e.dataset.defaultFrame),
+})
+"""
+
+API_JS = r"""
+() => [...document.querySelectorAll('dl.py > dt[id]')].map(dt => ({id: dt.id,
+  doc: dt.nextElementSibling ? dt.nextElementSibling.innerText.trim().length : 0}))
+"""
+
+
 @pytest.fixture(scope="session")
 def site(built_book):
     """Open every page of the built site once; return {toc file: collected facts}."""
     rc, log, stage = built_book
     if rc != 0:
-        pytest.fail(f"the fast-mode book did not build (rc={rc}); see test_book.py. Last output:\n{log[-3000:]}")
+        pytest.fail(f"the default-mode book did not build (rc={rc}); see test_book.py. Last output:\n{log[-3000:]}")
     html = stage / "_build" / "html"
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    for old in SHOTS.glob("*.png"):
+    (SHOTS / "dark").mkdir(parents=True, exist_ok=True)
+    for old in [*SHOTS.glob("*.png"), *(SHOTS / "dark").glob("*.png")]:
         old.unlink()
     results = {}
     with sync_playwright() as p:
@@ -165,7 +247,8 @@ def site(built_book):
         context.route(re.compile(r"^(https?|wss?)://"), refuse)
         for f in PAGES:
             page = context.new_page()
-            events = {"failed": [], "errors": [], "console": []}
+            events = {"failed": [], "errors": [], "console": [], "requests": []}
+            page.on("request", lambda r, ev=events: ev["requests"].append(r.url))
             page.on("requestfailed", lambda r, ev=events: ev["failed"].append(f"{r.url} ({r.failure})"))
             page.on("pageerror", lambda e, ev=events: ev["errors"].append(str(e)))
             page.on("console", lambda m, ev=events: ev["console"].append(f"{m.type}: {m.text}")
@@ -184,12 +267,43 @@ def site(built_book):
                 facts.update(page.evaluate(COLLECT_JS))
                 page.screenshot(path=str(SHOTS / shot_name(f)), full_page=True)
                 facts["ids"] = page.evaluate("() => [...document.querySelectorAll('[id]')].map(e => e.id)")
+                facts["api"] = page.evaluate(API_JS)
+                facts["moved"] = [move_every_control(page, e) for e in facts["explorers"]]
+                page.emulate_media(media="print")
+                page.evaluate("() => window.dispatchEvent(new Event('beforeprint'))")
+                facts["print"] = page.evaluate(PRINT_JS)
+                page.emulate_media(media="screen")
+            facts["widget_requests"] = [u for u in events["requests"]
+                                        if re.search(r"embed-amd|require\.js|html-manager", u)]
             facts.update(failed=list(events["failed"]), errors=list(events["errors"]), external=list(external),
                          console=[c for c in events["console"]
                                   if not any(b.search(c) for b in BENIGN_CONSOLE)])
             results[f] = facts
             page.close()
+        # Dark mode: the theme's switch stores its choice in localStorage ("mode"); set it before loading.
+        dark = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="dark")
+        dark.route(re.compile(r"^(https?|wss?)://"), lambda route: route.abort())
+        dark.add_init_script("localStorage.setItem('mode', 'dark'); localStorage.setItem('theme', 'dark');")
+        for f in PAGES:
+            target = html / (f + ".html")
+            if not target.exists():
+                continue
+            page = dark.new_page()
+            page.goto(target.as_uri(), wait_until="load")
+            try:
+                page.wait_for_function(WAIT_JS, timeout=30_000)
+            except PlaywrightTimeout:
+                pass
+            page.wait_for_timeout(300)
+            results[f]["dark"] = page.evaluate(DARK_JS)
+            page.screenshot(path=str(SHOTS / "dark" / shot_name(f)), full_page=True)
+            page.close()
         browser.close()
+    report = {f: {"html_bytes": r.get("html_bytes"), "file_bytes": (html / (f + ".html")).stat().st_size
+                  if (html / (f + ".html")).exists() else None,
+                  "explorers": [{**e, "moves": m["moves"]} for e, m in zip(r.get("explorers", []), r.get("moved", []))]}
+              for f, r in results.items()}
+    (ROOT / "_build" / "site-report.json").write_text(json.dumps(report, indent=1))
     return {"pages": results, "html": html, "stage": stage}
 
 
@@ -326,21 +440,98 @@ def test_headings_are_not_numbered_twice(site, page):
 
 
 @pytest.mark.parametrize("page", PAGES)
-def test_widgets_rendered(site, page):
+def test_no_frozen_widget_is_left(site, page):
     f = facts_of(site, page)
-    assert f["widget_dead"] == 0, f"{page}: {f['widget_dead']} of {f['widget_views']} widget views did not render"
+    assert f["widget_views"] == 0 and f["widget_elements"] == 0 and not f["widget_state"], (
+        f"{page}: ipywidgets are left on the page ({f['widget_views']} views, {f['widget_elements']} elements); "
+        "use softlin.widgets.explorer, which the build precomputes")
     assert not f["widget_text"], f"{page}: a widget placeholder or widget error message is visible"
+    assert not f["widget_requests"], f"{page}: loads the ipywidgets manager: {f['widget_requests']}"
+    assert not any(e["over_limit"] for e in f["explorers"]), (
+        f"{page}: an explorer shows only its default picture (SOFTLIN_EXPLORER_OVER_LIMIT stop-gap)")
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_explorer_moves_and_fits_the_page_budget(site, page):
+    f = facts_of(site, page)
+    for e, moved in zip(f["explorers"], f["moved"]):
+        assert e["ready"], f"{page}: explorer {e['id']} was not set up by softlin-explorer.js"
+        assert e["at_default"], f"{page}: explorer {e['id']} does not open on its default state and picture"
+        assert all(c["n"] >= 2 for c in e["controls"]), f"{page}: explorer {e['id']} has a control with one value"
+        assert moved["moves"] == sum(c["n"] - 1 for c in e["controls"]) > 0
+        assert not moved["unchanged"], (
+            f"{page}: explorer {e['id']}: these (control, value) moves did not change the picture: "
+            f"{moved['unchanged'][:5]}")
+    added = sum(e["bytes"] for e in f["explorers"])
+    assert added <= 3_000_000, f"{page}: its explorers add {added / 1e6:.2f} MB (budget 3 MB)"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_print_hides_the_site_chrome_and_shows_explorers_at_their_default(site, page):
+    f = facts_of(site, page)
+    visible = [(sel, n) for sel, n in f["print"]["hidden"] if n]
+    assert not visible, f"{page}: visible in print: {visible}"
+    assert f["print"]["explorers_at_default"], f"{page}: an explorer does not print its default picture"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_dark_mode_keeps_figures_and_text_readable(site, page):
+    f = facts_of(site, page)
+    dark = f["dark"]
+    assert dark["theme"] == "dark", f"{page}: the dark mode did not switch on ({dark['theme']!r})"
+    for img in dark["images"]:  # figures are drawn dark on white: their background must stay light
+        shade = img["background"] if img["background"] is not None else img["behind"]
+        assert shade > 0.8, f"{page}: image ...{img['src']} sits on a dark background in dark mode"
+    assert not dark["low_contrast"], f"{page}: text below contrast 4.5 in dark mode: {dark['low_contrast'][:5]}"
+
+
+def test_the_api_page_documents_every_public_name(site):
+    import importlib
+
+    f = facts_of(site, "book/api")
+    documented = {a["id"]: a["doc"] for a in f["api"]}
+    text = (ROOT / "book" / "api.md").read_text()
+    listed = re.search(r"\.\. softlin-api::\n\n((?:   \S+\n)+)", text).group(1).split()
+    assert {"softlin", "softlin.attention", "softlin.measures", "softlin.montecarlo", "softlin.modes",
+            "softlin.plotting", "softlin.widgets"} <= set(listed)
+    missing, empty = [], []
+    for name in listed:
+        module = importlib.import_module(name)
+        for n in module.__all__:
+            home = getattr(getattr(module, n), "__module__", name)
+            target = f"{home if home in listed else name}.{n}"
+            if target not in documented:
+                missing.append(target)
+            elif documented[target] < 10:
+                empty.append(target)
+    assert not missing, f"the API page does not document {missing}"
+    assert not empty, f"the API page shows no docstring for {empty}"
 
 
 def test_every_page_has_a_screenshot(site):
-    missing = [p for p in PAGES if not (SHOTS / shot_name(p)).is_file()]
-    assert not missing, f"no screenshot for {missing}"
+    missing = [p for p in PAGES if not (SHOTS / shot_name(p)).is_file() or not (SHOTS / "dark" / shot_name(p)).is_file()]
+    assert not missing, f"no screenshot (light and dark) for {missing}"
 
 
 def test_status_page_lists_every_chapter_with_its_time(site):
     status = (site["html"] / "book" / "status.html").read_text()
-    assert "fast" in status and "mode" in status
+    assert "<code class=\"docutils literal notranslate\"><span class=\"pre\">default</span></code> mode" in status
     for md in notebook_chapters(ROOT):
         assert f'href="{md.stem}.html"' in status, f"the status page does not link {md.stem}"
     for pkg in ("torch", "numpy", "matplotlib", "ipywidgets", "jupyter-book", "mathjax"):
         assert pkg in status, f"the status page does not give the version of {pkg}"
+
+
+def test_handouts_print_one_pdf_per_chapter(site, tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "handouts"
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "handouts.py"), "--site", str(site["html"]),
+                           "--out", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    chapters = [md.stem for md in notebook_chapters(ROOT) if re.match(r"\d\d_", md.stem)]
+    for stem in chapters:
+        pdf = (out / f"{stem}.pdf").read_bytes()
+        pages = len(re.findall(rb"/Type\s*/Page[^s]", pdf))
+        assert pdf.startswith(b"%PDF") and pages >= 2, f"{stem}.pdf: {pages} page(s)"

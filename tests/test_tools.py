@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 import fetch_vendor
-from student_notebooks import strip_solutions
+from student_notebooks import student_copy, strip_solutions
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
@@ -111,3 +111,19 @@ def test_colab_badge_url_comes_from_the_repository_config():
     assert book_site.colab_url(config, "a").endswith("/blob/main/docs/a.ipynb")
     config.html_theme_options["repository_url"] = "https://gitlab.com/org/repo"
     assert book_site.colab_url(config, "a") is None
+
+
+def test_a_student_copy_keeps_the_key_and_check_cells_and_drops_the_solutions(tmp_path):
+    import jupytext
+    import nbformat
+
+    md = Path(__file__).resolve().parent / "fixtures" / "01_explorer_and_exercises.md"
+    ipynb = tmp_path / "x.ipynb"
+    nbformat.write(jupytext.read(md), ipynb)
+    nb, removed = student_copy(ipynb)
+    text = "\n".join(c.source for c in nb.cells)
+    assert removed == 3 and "{solution}" not in text and "answer = V @ z0" not in text
+    tags = [c.metadata.get("tags", []) for c in nb.cells if c.cell_type == "code"]
+    assert sum("exercise-check" in t for t in tags) == 2
+    assert "check_ex_fx_value = answer_check(" in text and "check_ex_fx_function = answer_check(" in text
+    assert text.count("{exercise}") == 3

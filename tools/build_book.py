@@ -6,15 +6,20 @@
 1. Copy ``_config.yml``, ``_toc.yml`` and ``book/`` into a staging folder (default ``_build/stage``).
 2. Execute every notebook chapter of ``_toc.yml`` with papermill, injecting ``mode`` and ``device`` into the
    cell tagged ``parameters``; the injected cell is tagged ``remove-cell``. The executed ``.ipynb`` replaces
-   the staged ``.md``.
+   the staged ``.md``. The kernels get ``SOFTLIN_STATIC_EXPLORERS=1``, so that every explorer draws all
+   its pictures for the static page (``softlin.widgets.explorer``). Each cell may run for at most
+   ``CELL_TIMEOUT[mode]`` seconds: a hung cell fails the build with the chapter, the cell and its first line.
+   With ``--exercise-checks`` every exercise self-check is also tried on its folded solution and on a
+   wrong answer (``tools/exercise_checks.py``; hidden cells, read by ``tests/test_exercises.py``).
 3. Write the status page (execution time of every chapter, package versions) into the stage.
 4. Turn execution off in the staged config and run ``jupyter-book build -W --keep-going`` on the stage.
 
 Any failing cell or any Sphinx warning makes this script exit non-zero. Usage::
 
-    python tools/build_book.py --mode default            # what `make book` runs
-    python tools/build_book.py --mode fast -j 2          # what the tests run
+    python tools/build_book.py --mode default -j 2       # what `make book` runs (and `make test`)
+    python tools/build_book.py --mode fast -j 2 --no-html --exercise-checks   # `make test`, fast part
     python tools/build_book.py --mode fast --only 02_infinite_prompt_limit --no-html
+    python tools/build_book.py --root tests/fixtures/minibook ...   # another book (the tests' fixtures)
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import exercise_checks  # noqa: E402
 import fetch_vendor  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,18 +88,58 @@ def notebook_chapters(root: Path = ROOT) -> list[Path]:
     return chapters
 
 
-def cell_timeout() -> int:
-    """Seconds one cell may run in fast and default mode (``execute.timeout`` of ``_config.yml``), so that a
-    hung kernel fails the build instead of stalling it; paper mode has no limit."""
-    return int(yaml.safe_load((ROOT / "_config.yml").read_text())["execute"]["timeout"])
+# Seconds one cell may run, per mode, so that a hung cell fails the build within 5 minutes, naming the
+# chapter and the cell. Derivation: the slowest cell measured in each mode (papermill's cell durations, two
+# chapters at a time on the shared 2-core machine; tests/test_timeouts.py prints them) times MARGIN = 4 for
+# slower machines and heavier load, rounded up with room for the chapters being rewritten: fast, slowest
+# cell 3-9 s (imports; ch. 5's explorer cell) -> 30 s; default, slowest cell 25 s (ch. 5's experiment;
+# 17 s on an idle machine) -> 180 s, for cells up to 45 s. tests/test_timeouts.py fails when a real cell
+# takes more than 1/MARGIN of its limit. Paper mode runs for hours and has no limit.
+MARGIN = 4
+CELL_TIMEOUT = {"fast": 30, "default": 180, "paper": None}
+
+
+def cell_timeout(mode: str) -> int | None:
+    """Seconds one cell may run in ``mode`` (``SOFTLIN_CELL_TIMEOUT`` overrides it, e.g. for a test)."""
+    override = os.environ.get("SOFTLIN_CELL_TIMEOUT")
+    return int(override) if override else CELL_TIMEOUT[mode]
+
+
+def failed_cell(path: Path) -> str:
+    """'cell N (`first line`)' of the cell that failed or timed out in an executed notebook, or ''."""
+    try:
+        nb = nbformat_read(path)
+    except Exception:
+        return ""
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
+            first = next((line for line in cell.source.splitlines() if line.strip()), "")
+            return f"cell {i} (`{first[:70]}`)"
+    return ""
+
+
+def nbformat_read(path):
+    import nbformat
+
+    return nbformat.read(str(path), as_version=4)
+
+
+def strip_unused_widget_state(nb) -> None:
+    """Drop the saved ipywidgets state when no output displays a widget: controls created only to be read
+    (a static explorer's sliders) would otherwise make the page load the 3.6 MB widget manager."""
+    views = any("application/vnd.jupyter.widget-view+json" in o.get("data", {})
+                for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    if not views:
+        nb.metadata.pop("widgets", None)
 
 
 def execute_one(md_path: str, out_path: str, mode: str, device: str, threads: int,
-                extra: dict | None = None) -> dict:
+                extra: dict | None = None, try_exercises: bool = False) -> dict:
     """Execute one chapter with papermill (``extra``: more parameters, e.g. ``{"seed": 3}``); return its
     timing record. Runs in a worker process."""
     os.environ.setdefault("OMP_NUM_THREADS", str(threads))
     os.environ.setdefault("MKL_NUM_THREADS", str(threads))
+    os.environ.setdefault("SOFTLIN_STATIC_EXPLORERS", "1")  # the kernel inherits it
     import jupytext
     import nbformat
     import papermill
@@ -101,25 +147,37 @@ def execute_one(md_path: str, out_path: str, mode: str, device: str, threads: in
     nb = jupytext.read(md_path)
     nb.metadata.pop("jupytext", None)
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+    n_checks = exercise_checks.inject(nb) if try_exercises else 0
     t0 = time.perf_counter()
     error = None
+    timeout = cell_timeout(mode)
     try:
         papermill.execute_notebook(
             nb, out_path, parameters={"mode": mode, "device": device, **(extra or {})}, cwd=str(Path(out_path).parent),
-            kernel_name="python3", progress_bar=False, log_output=False,
-            execution_timeout=None if mode == "paper" else cell_timeout(),
+            kernel_name="python3", progress_bar=False, log_output=False, execution_timeout=timeout,
         )
     except Exception as exc:  # papermill raises PapermillExecutionError with the cell traceback
         error = f"{type(exc).__name__}: {exc}"
+        where = failed_cell(Path(out_path)) if Path(out_path).exists() else ""
+        if "timed out" in str(exc) or "Timeout" in type(exc).__name__:
+            error = f"{Path(md_path).stem}: {where or 'a cell'} ran longer than {timeout} s ({mode} mode)\n" + error
+        elif where:
+            error = f"{Path(md_path).stem}: {where} failed\n" + error
     seconds = time.perf_counter() - t0
+    slowest = None
     if Path(out_path).exists():
         out = nbformat.read(out_path, as_version=4)
-        for cell in out.cells:
+        for i, cell in enumerate(out.cells):
             tags = cell.metadata.get("tags", [])
             if "injected-parameters" in tags and "remove-cell" not in tags:
                 cell.metadata["tags"] = tags + ["remove-cell"]
+            duration = cell.metadata.get("papermill", {}).get("duration")
+            if cell.cell_type == "code" and duration is not None and (slowest is None or duration > slowest[0]):
+                slowest = (round(duration, 2), i, next((x for x in cell.source.splitlines() if x.strip()), "")[:70])
+        strip_unused_widget_state(out)
         nbformat.write(out, out_path)
-    return {"chapter": Path(md_path).stem, "seconds": round(seconds, 2), "error": error}
+    return {"chapter": Path(md_path).stem, "seconds": round(seconds, 2), "error": error,
+            "slowest_cell": slowest, "timeout": timeout, "exercise_checks": n_checks}
 
 
 def versions() -> dict:
@@ -151,16 +209,18 @@ def write_status(stage: Path, records: list[dict], mode: str, jobs: int, titles:
         f"This page was generated when the book was built, on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
         f"in **`{mode}` mode** with {jobs} notebook(s) executed at a time on a machine with "
         f"{os.cpu_count()} CPU core(s) ({platform.machine()}). Times are papermill wall-clock seconds per "
-        "chapter, kernel start included; with more than one notebook at a time they share the cores."
+        "chapter, kernel start included; with more than one notebook at a time they share the cores. "
+        f"A cell may run for at most {records[0]['timeout'] if records else '?'} s in this mode."
         + wall,
         "",
-        "| chapter | seconds | result |",
-        "|---|---:|---|",
+        "| chapter | seconds | slowest cell (s) | result |",
+        "|---|---:|---:|---|",
     ]
     for r in records:
         ok = "ran" if r["error"] is None else "**failed**"
-        lines.append(f"| {{doc}}`{titles[r['chapter']]} <{r['chapter']}>` | {r['seconds']:.1f} | {ok} |")
-    lines += [f"| **all chapters** | **{total:.1f}** | |", "", "## Package versions", "",
+        slow = f"{r['slowest_cell'][0]:.1f}" if r.get("slowest_cell") else ""
+        lines.append(f"| {{doc}}`{titles[r['chapter']]} <{r['chapter']}>` | {r['seconds']:.1f} | {slow} | {ok} |")
+    lines += [f"| **all chapters** | **{total:.1f}** | | |", "", "## Package versions", "",
               "| package | version |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in versions().items()]
     lines += [f"| {spec.rsplit('@', 1)[0]} (JavaScript, served by this site) | {spec.rsplit('@', 1)[1]} |"
@@ -179,6 +239,13 @@ def stage_config(stage: Path) -> None:
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
 
 
+def report(record: dict) -> None:
+    slow = record["slowest_cell"]
+    slowest = f"; slowest cell {slow[1]}: {slow[0]:.1f} s" if slow else ""
+    print(f"[{record['seconds']:7.1f} s] {record['chapter']}{slowest}"
+          f"{'  FAILED' if record['error'] else ''}", flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", choices=MODES, default="default")
@@ -187,27 +254,43 @@ def main(argv=None) -> int:
     ap.add_argument("-j", "--jobs", type=int, default=1, help="notebooks executed at a time")
     ap.add_argument("--only", nargs="*", default=None, help="chapter stems to execute (others are skipped)")
     ap.add_argument("--no-html", action="store_true", help="execute only; skip the Sphinx build")
+    ap.add_argument("--exercise-checks", action="store_true",
+                    help="also try every exercise self-check on its solution and a wrong answer (hidden cells)")
+    ap.add_argument("--cell-timeout", type=int, default=None,
+                    help=f"seconds per cell (default per mode: {CELL_TIMEOUT})")
+    ap.add_argument("--root", type=Path, default=ROOT,
+                    help="the book to build: a folder with _config.yml, _toc.yml and book/ (default: this one)")
     args = ap.parse_args(argv)
+    if args.cell_timeout is not None:
+        os.environ["SOFTLIN_CELL_TIMEOUT"] = str(args.cell_timeout)  # the worker processes inherit it
+    root = args.root.resolve()
+    # Explorers draw every picture for a site, or only check their controls when no site is built; the
+    # worker processes (and their kernels) inherit the variable.
+    os.environ.setdefault("SOFTLIN_STATIC_EXPLORERS", "check" if args.no_html else "1")
 
     fetch_vendor.ensure()
     stage = args.stage.resolve()
     if stage.exists():
         shutil.rmtree(stage)
     stage.mkdir(parents=True)
-    shutil.copy2(ROOT / "_config.yml", stage / "_config.yml")
-    shutil.copy2(ROOT / "_toc.yml", stage / "_toc.yml")
-    shutil.copytree(ROOT / "book", stage / "book", ignore=shutil.ignore_patterns(".ipynb_checkpoints", "*.ipynb"))
+    shutil.copy2(root / "_config.yml", stage / "_config.yml")
+    shutil.copy2(root / "_toc.yml", stage / "_toc.yml")
+    shutil.copytree(root / "book", stage / "book", ignore=shutil.ignore_patterns(".ipynb_checkpoints", "*.ipynb"))
+    for shared in ("_vendor", "_ext"):  # another book borrows this one's served files and extension
+        if not (stage / "book" / shared).exists():
+            shutil.copytree(ROOT / "book" / shared, stage / "book" / shared)
     stage_config(stage)
 
-    chapters = notebook_chapters()
+    chapters = notebook_chapters(root)
     if args.only:
         unknown = set(args.only) - {c.stem for c in chapters}
         if unknown:
             ap.error(f"--only names unknown chapters {sorted(unknown)}; known: {[c.stem for c in chapters]}")
         chapters = [c for c in chapters if c.stem in args.only]
-    titles = {c.stem: chapter_title(c) for c in notebook_chapters()}
+    titles = {c.stem: chapter_title(c) for c in notebook_chapters(root)}
     threads = max(1, (os.cpu_count() or 1) // max(1, args.jobs))
-    jobs = [(str(c), str(stage / "book" / (c.stem + ".ipynb")), args.mode, args.device, threads) for c in chapters]
+    jobs = [(str(c), str(stage / "book" / (c.stem + ".ipynb")), args.mode, args.device, threads, None,
+             args.exercise_checks) for c in chapters]
 
     t0 = time.perf_counter()
     records = []
@@ -216,11 +299,11 @@ def main(argv=None) -> int:
             futures = [pool.submit(execute_one, *j) for j in jobs]
             for fut in as_completed(futures):
                 records.append(fut.result())
-                print(f"[{records[-1]['seconds']:7.1f} s] {records[-1]['chapter']}", flush=True)
+                report(records[-1])
     else:
         for j in jobs:
             records.append(execute_one(*j))
-            print(f"[{records[-1]['seconds']:7.1f} s] {records[-1]['chapter']}", flush=True)
+            report(records[-1])
     order = {c.stem: i for i, c in enumerate(chapters)}
     records.sort(key=lambda r: order[r["chapter"]])
     wall_seconds = round(time.perf_counter() - t0, 1)

@@ -66,6 +66,55 @@ seed = 0
 """
 
 
+# The exercise conventions (README, "Writing or editing a chapter"): a self-checking exercise and a
+# conceptual one; tests/test_course.py and tests/test_exercises.py check them.
+EXERCISES = """
+## Exercises
+
+```{exercise} A number to compute
+:label: ex-LABEL-value
+
+...
+```
+
+```{code-cell} ipython3
+:tags: [remove-cell]
+
+check_ex_LABEL_value = answer_check(lambda: ..., rtol=1e-9, hint="Hint: ...")
+```
+
+```{code-cell} ipython3
+:tags: [exercise-check]
+
+answer = None  # your answer: ...
+check_ex_LABEL_value(answer)
+```
+
+````{solution} ex-LABEL-value
+:class: dropdown
+
+...
+
+```python
+answer = ...
+```
+````
+
+```{exercise} Explain or predict
+:label: ex-LABEL-why
+:class: conceptual
+
+...
+```
+
+````{solution} ex-LABEL-why
+:class: dropdown
+
+...
+````
+"""
+
+
 def skeleton(title: str) -> str:
     return (
         FRONT
@@ -76,6 +125,7 @@ def skeleton(title: str) -> str:
         + setup_cell()
         + "\n"
         + PARAMETERS
+        + EXERCISES
         + "\n## Summary\n\n- ...\n"
     )
 

@@ -1,6 +1,9 @@
 #!/usr/bin/env python
 """Write student copies of the chapter notebooks: the paired ``.ipynb`` files with every
-``{solution}`` block removed (the exercises stay), into ``_build/student-notebooks/`` and a zip of them.
+``{solution}`` block removed, into ``_build/student-notebooks/`` and a zip of them. The exercises stay, and
+so do their self-checks: the key cell (tagged ``remove-cell``, hidden on the site, which computes the
+answer key from softlin) and the ``exercise-check`` cell, where a student replaces ``answer = None`` by
+an answer and runs the cell to be told whether it is right (never what the key is).
 
     python tools/student_notebooks.py                 # all chapters of _toc.yml
     python tools/student_notebooks.py --out DIR 02_infinite_prompt_limit
@@ -37,6 +40,7 @@ def strip_solutions(text: str) -> tuple[str, int]:
 
 
 def student_copy(ipynb: Path) -> tuple[nbformat.NotebookNode, int]:
+    """The notebook without its solutions (every code cell kept as it is), and how many were removed."""
     nb = nbformat.read(ipynb, as_version=4)
     removed = 0
     for cell in nb.cells:
@@ -61,8 +65,9 @@ def main(argv=None) -> int:
             target = args.out / (md.stem + ".ipynb")
             nbformat.write(nb, target)
             zf.write(target, target.name)
+            checks = sum("exercise-check" in c.metadata.get("tags", []) for c in nb.cells)
             print(f"{target.relative_to(ROOT) if target.is_relative_to(ROOT) else target}: "
-                  f"{removed} solution(s) removed")
+                  f"{removed} solution(s) removed, {checks} self-check cell(s) kept")
     print(f"zip: {archive}")
     return 0
 

@@ -4,13 +4,17 @@
    ``.ipynb`` on the repository's branch, built from ``_config.yml`` alone (``repository.url``,
    ``repository.branch``, ``repository.path_to_book``, ``launch_buttons.colab_url``), like the theme's
    launch button. The badge is inline SVG with a text label: no image download, the same offline.
-2. Alt text for the pictures of frozen widgets. The ipywidgets HTML manager draws a saved ``Output``
-   widget's plot as an ``<img>`` without ``alt``; a short script gives each one a description built from
-   the explorer's own controls ("Interactive explorer, frozen on this page at L = 64, u = 0.5: ...").
-3. ipywidgets 8 typesets widget labels through the MathJax 2 API (``MathJax.Hub.Queue``), which MathJax 3
-   lacks (an uncaught error on every widget page); a two-line shim forwards it to ``typesetPromise``.
+2. The precomputed explorers move on the static page: ``static/softlin-explorer.js`` swaps the pictures
+   that ``softlin.widgets.explorer`` drew when the chapter was executed (the kernels get
+   ``SOFTLIN_STATIC_EXPLORERS=1``, also when Sphinx executes a notebook itself, ``jupyter-book build .``).
+3. ``static/book_site.css``: a wider column, the explorers' controls, dark-mode backgrounds for figures,
+   and the print style of the handouts (``tools/handouts.py``).
 4. A ``{prf:proof}`` with ``:class: dropdown`` has no title, so sphinx-togglebutton crashed on it (and
    left every later dropdown of the page open); such proofs get a "Proof" title and a unique id.
+6. The ``softlin-api`` directive of the API page (``book/api.md``): one line per module gives its section, the
+   module docstring, a summary table of its ``__all__`` and every public name with its docstring (Sphinx
+   autodoc, numpydoc sections read by napoleon). A name re-exported from another listed module (the top
+   level re-exports ``softlin.attention`` and ``softlin.measures``) is documented there once, and linked.
 5. sphinx-thebe registers its configuration script twice ("Identifier 'THEBE_JS_URL' has already been
    declared"); duplicate scripts are dropped from each page.
 
@@ -19,10 +23,12 @@ Enabled from ``_config.yml`` (``sphinx: local_extensions: {book_site: book/_ext}
 
 from __future__ import annotations
 
+import os
 from html import escape
 from pathlib import Path
 
 from docutils import nodes
+from sphinx.util.docutils import SphinxDirective
 
 BADGE = """<p class="colab-badge-line"><a class="colab-badge reference external" href="{url}"
  title="Open this chapter's notebook in Google Colab" target="_blank" rel="noopener">
@@ -32,49 +38,6 @@ BADGE = """<p class="colab-badge-line"><a class="colab-badge reference external"
 <rect x="51" width="4" height="20" fill="#E37400"/>
 <g fill="#fff" font-family="Verdana,DejaVu Sans,sans-serif" font-size="11" text-anchor="middle">
 <text x="26" y="14">Open in</text><text x="84" y="14">Colab</text></g></svg></a></p>"""
-
-# Runs on every page; only touches images inside rendered widgets that have no alt text yet, and
-# MathJax 3 when a widget asks for the MathJax 2 API.
-PAGE_JS = r"""
-(function () {
-  document.addEventListener('DOMContentLoaded', function () {
-    var MJ = window.MathJax;  // MathJax is loaded with `defer`: it has started by now
-    if (MJ && MJ.startup && !MJ.Hub) {
-      MJ.Hub = {Queue: function () {
-        Array.prototype.forEach.call(arguments, function (job) {
-          if (Array.isArray(job) && job[0] === 'Typeset' && job[2]) {
-            MJ.startup.promise = MJ.startup.promise.then(function () { return MJ.typesetPromise([job[2]]); });
-          }
-        });
-      }};
-    }
-  });
-  function describe(img) {
-    var area = img.closest('.cell') || img.closest('.jupyter-widgets') || document.body;
-    var parts = [];
-    area.querySelectorAll('.widget-slider, .widget-dropdown, .widget-checkbox, .widget-text, .widget-radio-box')
-      .forEach(function (w) {
-        var label = w.querySelector('.widget-label');
-        var value = w.querySelector('.widget-readout, select, input');
-        var v = value ? (value.value !== undefined && value.value !== '' ? value.value : value.textContent) : '';
-        if (value && value.type === 'checkbox') { v = value.checked ? 'on' : 'off'; }
-        if (label && label.textContent.trim()) { parts.push(label.textContent.trim() + ' = ' + String(v).trim()); }
-      });
-    return 'Interactive explorer, frozen on this page' + (parts.length ? ' at ' + parts.join(', ') : '') +
-      ': the plot saved when the notebook ran. The figure after it shows the same plot for several values.';
-  }
-  function fix(root) {
-    (root.querySelectorAll ? root : document).querySelectorAll('.jupyter-widgets img:not([alt]), .widget-output img:not([alt])')
-      .forEach(function (img) { img.setAttribute('alt', describe(img)); });
-  }
-  function start() {
-    fix(document);
-    new MutationObserver(function () { fix(document); })
-      .observe(document.body, {childList: true, subtree: true});
-  }
-  if (document.readyState === 'loading') { document.addEventListener('DOMContentLoaded', start); } else { start(); }
-})();
-"""
 
 
 def colab_url(config, docname: str) -> str | None:
@@ -135,6 +98,44 @@ def drop_duplicate_scripts(app, pagename, templatename, context, doctree):
         context["script_files"][:] = unique
 
 
+class SoftlinApi(SphinxDirective):
+    """``.. softlin-api::`` with one module name per line of content (inside ``{eval-rst}`` in MyST)."""
+
+    has_content = True
+
+    def run(self):
+        import importlib
+
+        from docutils.statemachine import StringList
+        from sphinx.util.nodes import nested_parse_with_titles
+
+        listed = [line.strip() for line in self.content if line.strip()]
+        lines = []
+        for name in listed:
+            module = importlib.import_module(name)
+            public = list(getattr(module, "__all__", []))
+            home = {n: getattr(getattr(module, n), "__module__", name) for n in public}
+            home = {n: (m if m in listed else name) for n, m in home.items()}
+            lines += [f"``{name}``", "-" * (len(name) + 4), "", f".. automodule:: {name}", "   :no-members:", ""]
+            if public:
+                lines += [".. currentmodule:: None", "", ".. autosummary::", "   :nosignatures:", ""]
+                lines += [f"   ~{home[n]}.{n}" for n in public] + [""]
+            for n in public:
+                if home[n] != name:
+                    continue
+                obj = getattr(module, n)
+                if isinstance(obj, type):
+                    lines += [f".. autoclass:: {name}.{n}", "   :members:", "   :show-inheritance:", ""]
+                elif callable(obj):
+                    lines += [f".. autofunction:: {name}.{n}", ""]
+                else:
+                    lines += [f".. autodata:: {name}.{n}", "   :no-value:", ""]
+        node = nodes.section()
+        node.document = self.state.document
+        nested_parse_with_titles(self.state, StringList(lines, source="softlin-api"), node)
+        return node.children
+
+
 def _add_static(app):
     app.config.html_static_path.append(str(Path(__file__).parent / "static"))
 
@@ -143,8 +144,10 @@ def setup(app):
     app.connect("doctree-read", title_dropdown_proofs)
     app.connect("doctree-resolved", add_badge)
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)
-    app.add_js_file(None, body=PAGE_JS)
-    # 6. A wider reading column for code cells (static/book_site.css).
+    app.add_directive("softlin-api", SoftlinApi)
     app.connect("builder-inited", _add_static)
     app.add_css_file("book_site.css")
+    app.add_js_file("softlin-explorer.js")
+    # Kernels that Sphinx itself starts (a direct `jupyter-book build .`) inherit this environment.
+    os.environ.setdefault("SOFTLIN_STATIC_EXPLORERS", "1")
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

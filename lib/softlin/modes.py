@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["MODES", "select_sizes", "check_device"]
+__all__ = ["select_sizes", "check_device"]
 
+#: The execution modes, from the smallest sizes to the paper's.
 MODES = ("fast", "default", "paper")
 
 

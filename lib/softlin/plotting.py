@@ -8,10 +8,11 @@ import itertools
 import matplotlib as mpl
 from cycler import cycler
 
-__all__ = ["OKABE_ITO", "MARKERS", "LINESTYLES", "use_book_style", "series_styles"]
+__all__ = ["OKABE_ITO", "use_book_style", "series_styles"]
 
 #: The Okabe-Ito palette (Okabe & Ito 2008), safe for the common colour-vision deficiencies.
 OKABE_ITO = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
+#: Markers and line styles paired with the colours (so that no meaning is carried by colour alone).
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 LINESTYLES = ["-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (7, 2))]
 
@@ -21,7 +22,8 @@ def use_book_style() -> None:
     n = len(OKABE_ITO)
     mpl.rcParams.update(
         {
-            "axes.prop_cycle": cycler(color=OKABE_ITO) + cycler(marker=MARKERS[:n]) + cycler(linestyle=LINESTYLES[:n]),
+            "axes.prop_cycle": (cycler(color=OKABE_ITO) + cycler(marker=MARKERS[:n])
+                                + cycler(linestyle=LINESTYLES[:n])),
             "lines.markersize": 5,
             "lines.linewidth": 1.6,
             "figure.figsize": (6.4, 3.8),
@@ -33,6 +35,10 @@ def use_book_style() -> None:
             "axes.spines.right": False,
             "legend.frameon": False,
             "font.size": 10,
+            # Opaque white, also in a notebook (the inline backend's default is transparent), so that the
+            # dark axes and labels stay readable on the site's dark mode and in any dark notebook theme.
+            "figure.facecolor": "white",
+            "savefig.facecolor": "white",
         }
     )
 

@@ -1,46 +1,66 @@
-"""Interactive explorers with a static fallback.
+"""Interactive explorers that also move on the static site, and exercises that check themselves.
 
-An explorer is a plain plotting function ``plot(ax, **params)`` (tested in ``tests/``) with controls for
-its parameters, for Jupyter and Colab readers. The rendered site has no kernel, so every explorer
-is followed by :func:`small_multiples`, the same function drawn on a grid of fixed parameter values.
+An explorer is a plain plotting function ``plot(ax, **params)`` of the chapter with controls for its
+parameters. In Jupyter and Colab, :func:`explorer` redraws it live whenever a control moves. When the book
+is built (``tools/build_book.py`` sets the environment variable ``SOFTLIN_STATIC_EXPLORERS=1`` for the
+kernels that execute the chapters), it instead draws every combination of the controls' values once, with
+the same function, and shows the pictures behind controls that need no kernel and no network (the small
+script ``book/_ext/static/softlin-explorer.js`` served by the site swaps them). :func:`small_multiples`
+draws the same function on a grid of fixed values for a printed figure; :func:`answer_check` builds the
+self-check of an exercise from a computed answer key.
 """
 
 from __future__ import annotations
+
+import os
 
 import matplotlib.pyplot as plt
 
 __all__ = ["explorer", "small_multiples", "show_source", "answer_check"]
 
+#: Set (to anything but "" or "0") in a kernel's environment, it makes :func:`explorer` precompute its
+#: pictures for the static site instead of building live ipywidgets controls; "check" validates the
+#: controls and draws the default picture only (for runs that build no site).
+STATIC_ENV = "SOFTLIN_STATIC_EXPLORERS"
+#: The most pictures one explorer precomputes (the product of its controls' numbers of values): about
+#: 1 MB of page per 60 pictures of 576 x 360 pixels.
+FRAME_LIMIT = 60
+FIGSIZE, DPI = (6.4, 4.0), 90  # inches, dots per inch: 576 x 360 pixels, live and precomputed alike
 
-def explorer(plot, **sliders):
-    """An interactive explorer of ``plot(ax, **params)``: one control per keyword, and the figure below.
 
-    Each keyword gives a widget (``IntSlider(...)``, ``Dropdown(...)``), an ``interact``-style
-    abbreviation (``(min, max)``, a list of options) or ``ipywidgets.fixed(value)``. The figure is drawn to
-    a PNG shown in an ``ipywidgets.Image``, redrawn whenever a control changes (in Jupyter or Colab).
+def explorer(plot, **controls):
+    """An explorer of ``plot(ax, **params)``: one control per keyword, and the figure below.
 
-    Unlike ``ipywidgets.interact``, no ``Output`` widget captures the figure: executing such a cell
-    headless (papermill, nbclient) intermittently deadlocks on the captured output messages
-    (jupyter/nbclient#312), while an ``Image`` is plain widget state. That state is saved with the
-    notebook, so the static site shows the controls and the figure frozen at their initial values.
+    Each keyword gives a widget (``SelectionSlider(options=[...], value=...)``, ``IntSlider(...)``,
+    ``Dropdown(...)``), an ``interact``-style abbreviation (``(min, max)``, a list of options) or
+    ``ipywidgets.fixed(value)``. ``plot`` must be deterministic given its arguments (pass the seed in).
 
-    The box is displayed and returned; end the cell with ``;`` to avoid a second display.
+    *Live* (Jupyter, Colab): the figure is drawn to a PNG in an ``ipywidgets.Image`` and redrawn whenever
+    a control changes (no ``Output`` widget, whose captured messages intermittently deadlock headless
+    execution, jupyter/nbclient#312). The box is displayed and returned; end the cell with ``;``.
+
+    *Static* (``SOFTLIN_STATIC_EXPLORERS`` set, as when the book is built): every combination of the
+    controls' values is drawn (every option of a selection, every step of a slider), the default state is
+    drawn a second time to check that ``plot`` is deterministic, and an HTML block is displayed that shows
+    the default picture and swaps in the others when the controls move, with no kernel. Returns that
+    ``IPython.display.HTML``.
 
     Raises
     ------
-    TypeError if ``plot`` is not callable; ValueError if no control is given or an abbreviation is invalid.
+    TypeError if ``plot`` is not callable, or (static) a control has no finite set of values (a text box);
+    ValueError if no control is given or an abbreviation is invalid; (static) if the controls have more
+    than ``FRAME_LIMIT`` (60) combinations, a default value is not one of its slider's steps, or ``plot``
+    draws two different pictures for the same parameters.
     """
-    import io
-
     import ipywidgets as widgets
     from IPython.display import display
 
     if not callable(plot):
         raise TypeError(f"plot must be callable, got {type(plot).__name__}")
-    if not sliders:
+    if not controls:
         raise ValueError("explorer needs at least one slider (keyword argument), got none")
-    controls, fixed_values = {}, {}
-    for name, abbrev in sliders.items():
+    live, fixed_values = {}, {}
+    for name, abbrev in controls.items():
         w = widgets.interactive.widget_from_abbrev(abbrev)
         if w is None:
             raise ValueError(f"{name}: cannot make a control from {abbrev!r}")
@@ -49,29 +69,220 @@ def explorer(plot, **sliders):
         else:
             if not w.description:
                 w.description = name
-            controls[name] = w
+            live[name] = w
+    if os.environ.get(STATIC_ENV, "") not in ("", "0"):
+        html = _static_explorer(plot, live, fixed_values)
+        display(html)
+        return html
 
     def render() -> bytes:
-        params = {**fixed_values, **{k: w.value for k, w in controls.items()}}
-        fig, ax = plt.subplots(figsize=(6.4, 4.0))
-        try:
-            plot(ax, **params)
-            buf = io.BytesIO()
-            fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-        finally:
-            plt.close(fig)  # not shown by the inline backend: the Image widget shows it
-        return buf.getvalue()
+        return _png(_draw(plot, {**fixed_values, **{k: w.value for k, w in live.items()}})[0])
 
-    image = widgets.Image(value=render(), format="png", layout=widgets.Layout(max_width="560px"))
+    image = widgets.Image(value=render(), format="png", layout=widgets.Layout(max_width="576px"))
 
     def update(_change):
         image.value = render()
 
-    for w in controls.values():
+    for w in live.values():
         w.observe(update, names="value")
-    box = widgets.VBox([*controls.values(), image])
+    box = widgets.VBox([*live.values(), image])
     display(box)
     return box
+
+
+
+def _draw(plot, params, position=None):
+    """``plot(ax, **params)`` on a fresh white figure of FIGSIZE at DPI -> (RGB pixels (H, W, 3), axes
+    position or None).
+
+    With ``position`` (left, bottom, width, height, figure fractions) the axes are placed there, which
+    draws about twice as fast as constrained layout; if the plot then adds axes or reaches outside the
+    figure, it is drawn again with constrained layout. The position returned is the axes' own when the
+    figure holds one axes (to be reused for the other states of an explorer), else None."""
+    import numpy as np
+
+    if position is None:
+        fig, ax = plt.subplots(figsize=FIGSIZE, dpi=DPI, layout="constrained", facecolor="white")
+    else:
+        fig = plt.figure(figsize=FIGSIZE, dpi=DPI, facecolor="white")
+        ax = fig.add_axes(position)
+    try:
+        plot(ax, **params)
+        fig.canvas.draw()
+        if position is not None and (len(fig.axes) > 1 or not _fits(fig, ax)):
+            return _draw(plot, params)
+        single = len(fig.axes) == 1
+        return np.asarray(fig.canvas.buffer_rgba())[..., :3].copy(), ax.get_position().bounds if single else None
+    finally:
+        plt.close(fig)  # not shown by the inline backend: the explorer shows it
+
+
+def _fits(fig, ax) -> bool:
+    """Whether everything drawn for ``ax`` (labels, tick labels, title, legend) lies inside the figure."""
+    box = ax.get_tightbbox(fig.canvas.get_renderer())
+    return box.x0 >= 0 and box.y0 >= 0 and box.x1 <= fig.bbox.width and box.y1 <= fig.bbox.height
+
+
+def _png(rgb, colours: int | None = None) -> bytes:
+    """PNG bytes of an RGB array; ``colours`` quantises to a palette (about 3x smaller for line art)."""
+    import io
+
+    from PIL import Image
+
+    img = Image.fromarray(rgb)
+    if colours:
+        img = img.quantize(colors=colours, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+    buf = io.BytesIO()
+    img.save(buf, format="png", compress_level=6)
+    return buf.getvalue()
+
+
+def _control_values(name, w):
+    """Every value control ``w`` can take: (labels, values, index of its value, "range" or "select")."""
+    import math
+
+    import ipywidgets as widgets
+
+    if isinstance(w, (widgets.SelectionSlider, widgets.Dropdown, widgets.RadioButtons,
+                      widgets.ToggleButtons, widgets.Select)):
+        kind = "range" if isinstance(w, widgets.SelectionSlider) else "select"
+        return list(w._options_labels), list(w._options_values), w.index, kind
+    if isinstance(w, (widgets.Checkbox, widgets.ToggleButton)):
+        return ["off", "on"], [False, True], int(bool(w.value)), "select"
+    if isinstance(w, widgets.IntSlider):
+        values = list(range(w.min, w.max + 1, w.step))
+    elif isinstance(w, (widgets.FloatSlider, widgets.FloatLogSlider)):
+        n = round((w.max - w.min) / w.step)
+        exps = [round(w.min + k * w.step, 12) for k in range(n + 1)]
+        values = [w.base ** e for e in exps] if isinstance(w, widgets.FloatLogSlider) else exps
+    else:
+        raise TypeError(f"explorer control {name!r} is a {type(w).__name__}, which has no finite set of "
+                        "values to precompute; use a SelectionSlider(options=[...], value=...), a Dropdown, "
+                        "an IntSlider or a FloatSlider")
+    index = min(range(len(values)), key=lambda k: abs(values[k] - w.value))
+    if not math.isclose(values[index], w.value, rel_tol=1e-9, abs_tol=1e-12):
+        raise ValueError(f"explorer control {name!r}: its value {w.value!r} is not one of its steps "
+                         f"{values[0]!r}, ..., {values[-1]!r}")
+    values[index] = w.value
+    return [format(v, w.readout_format) for v in values], values, index, "range"
+
+
+def _static_explorer(plot, controls, fixed_values):
+    """Draw every state of the explorer and return the HTML that shows them without a kernel."""
+    import base64
+    import hashlib
+    import html
+    import itertools
+    import json
+    import math
+    import re
+    import time
+
+    import numpy as np
+    from IPython.display import HTML
+
+    # SOFTLIN_EXPLORER_OVER_LIMIT=default-only is a stop-gap for chapters not yet converted to small
+    # grids: such an explorer shows its default picture only, and the page says so (never silently).
+    stop_gap = os.environ.get("SOFTLIN_EXPLORER_OVER_LIMIT") == "default-only"
+    spec, problem = {}, None
+    for name, w in controls.items():
+        try:
+            spec[name] = _control_values(name, w)
+        except ValueError as exc:
+            if not stop_gap:
+                raise
+            spec[name], problem = ([str(w.value)], [w.value], 0, "range"), str(exc)
+    for name in [n for n, (_, values, _, _) in spec.items() if len(values) == 1 and len(spec) > 1]:
+        fixed_values = {**fixed_values, name: spec.pop(name)[1][0]}  # a one-value control moves nothing
+        controls = {k: w for k, w in controls.items() if k != name}
+    shape = [len(values) for _, values, _, _ in spec.values()]
+    n_frames = math.prod(shape)
+    default = tuple(index for _, _, index, _ in spec.values())
+    if n_frames > FRAME_LIMIT:
+        sizes = " x ".join(f"{name}: {n}" for name, n in zip(spec, shape))
+        problem = (f"explorer has {n_frames} states ({sizes} values), more than the {FRAME_LIMIT} the static "
+                   "site precomputes; give each control a few values, e.g. SelectionSlider(options=[...], "
+                   f"value=...), whose product is at most {FRAME_LIMIT}")
+        if not stop_gap:
+            raise ValueError(problem)
+    note = ""
+    if problem:
+        spec = {name: ([labels[i]], [values[i]], 0, kind) for name, (labels, values, i, kind) in spec.items()}
+        shape, default, n_frames = [1] * len(spec), (0,) * len(spec), 1
+        note = ('<p class="softlin-explorer-note softlin-explorer-over-limit">Only the default picture of '
+                f"this explorer is shown here ({html.escape(problem)}); run the notebook to move it.</p>")
+    in_plot = []
+
+    def timed(ax, **params):  # the chapter's own plotting time, apart from drawing and encoding
+        t = time.perf_counter()
+        plot(ax, **params)
+        in_plot.append(time.perf_counter() - t)
+
+    # SOFTLIN_STATIC_EXPLORERS=check (a run that builds no site: tests, seed sweeps) checks all of the
+    # above and draws the default state only (twice, for the determinism check).
+    check_only = os.environ.get(STATIC_ENV) == "check"
+    states = [default] if check_only else list(itertools.product(*(range(n) for n in shape)))
+    def params_of(state):
+        return {**fixed_values, **{name: v[k] for (name, (_, v, _, _)), k in zip(spec.items(), state)}}
+
+    frames, t0 = [], time.perf_counter()
+    _, position = _draw(plot, params_of(default))  # the default state's layout, kept for every state
+    for state in states:  # C order: the last control varies fastest
+        rgb, _ = _draw(timed, params_of(state), position)
+        if state == default:
+            default_rgb = rgb
+        frames.append("data:image/png;base64," + base64.b64encode(_png(rgb, 256)).decode())
+    seconds = time.perf_counter() - t0
+    again, _ = _draw(plot, params_of(default), position)
+    if not np.array_equal(again, default_rgb):
+        raise ValueError("explorer: plot drew two different pictures for the same parameters; it must be "
+                         "deterministic given its arguments (pass the seed in, use no global random state)")
+    if check_only:
+        return HTML(f'<div class="softlin-explorer-checked"><img src="{frames[0]}" alt="The explorer\'s '
+                    f'default picture"><p>Default picture only: this run checked the {n_frames} states of '
+                    "the explorer without drawing them (no site is built).</p></div>")
+    flat = int(np.ravel_multi_index(default, shape))
+    uid = "softlin-explorer-" + hashlib.sha1("".join(frames).encode()).hexdigest()[:12]
+    names = [str(w.description or name) for name, w in controls.items()]
+
+    def label_html(text):  # $...$ in a description is typeset by MathJax, like ipywidgets does
+        return re.sub(r"\$([^$]+)\$", r'<span class="math notranslate nohighlight">\(\1\)</span>',
+                      html.escape(text))
+
+    rows = []
+    for k, (name, (labels, _, index, kind)) in enumerate(spec.items()):
+        cid = f"{uid}-c{k}"
+        if kind == "range":
+            field = (f'<input type="range" id="{cid}" data-control="{k}" min="0" max="{len(labels) - 1}" '
+                     f'step="1" value="{index}" aria-valuetext="{html.escape(labels[index])}">'
+                     f'<output for="{cid}">{html.escape(labels[index])}</output>')
+        else:
+            options = "".join(f'<option value="{j}"{" selected" * (j == index)}>{html.escape(s)}</option>'
+                              for j, s in enumerate(labels))
+            field = f'<select id="{cid}" data-control="{k}">{options}</select>'
+        rows.append(f'<div class="softlin-explorer-control"><label for="{cid}">{label_html(names[k])}</label>'
+                    f"{field}</div>")
+    alt_names = [re.sub(r"[$\\]", "", s) for s in names]
+    state_text = ", ".join(f"{s} = {spec[n][0][i]}" for s, n, i in zip(alt_names, spec, default))
+    data = {"names": alt_names, "labels": [labels for labels, _, _, _ in spec.values()], "shape": shape,
+            "default": list(default), "frames": [None if i == flat else f for i, f in enumerate(frames)]}
+    payload = json.dumps(data).replace("<", "\\u003c")  # nothing in it can close the <script>
+    h, w = default_rgb.shape[:2]
+    note = note or (f'<p class="softlin-explorer-note">All {n_frames} pictures were drawn when this page '
+                    "was built, with the same plotting function; in Jupyter or Colab the controls redraw it "
+                    "live.</p>")
+    page = (
+        f'<div class="softlin-explorer" id="{uid}" data-frames="{n_frames}" data-default-frame="{flat}" '
+        f'data-render-seconds="{seconds:.2f}" data-plot-seconds="{sum(in_plot):.2f}">'
+        f'<div class="softlin-explorer-controls">{"".join(rows)}</div>'
+        f'<img class="softlin-explorer-frame" src="{frames[flat]}" width="{w}" height="{h}" '
+        f'data-frame="{flat}" alt="Explorer picture at {html.escape(state_text)} (one of {n_frames} '
+        f'pictures drawn when the book was built; move the controls to see the others)">{note}'
+        f'<p class="softlin-explorer-print">Explorer shown at {html.escape(state_text)}; on the web page or '
+        "in the notebook its controls move it.</p>"
+        f'<script type="application/json" class="softlin-explorer-data">{payload}</script></div>'
+    )
+    return HTML(page)
 
 
 def small_multiples(plot, grid, *, ncols=3, panel_size=(3.2, 2.8), sharex=True, sharey=True, **fixed):
@@ -127,8 +338,9 @@ def show_source(obj, *, docstring: bool = False) -> str:
     if not docstring:
         node = ast.parse(src).body[0]
         body = getattr(node, "body", [])
-        if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
-                and isinstance(body[0].value.value, str):
+        first_expr = body[0] if body and isinstance(body[0], ast.Expr) else None
+        if first_expr is not None and isinstance(first_expr.value, ast.Constant) \
+                and isinstance(first_expr.value.value, str):
             lines = src.splitlines()
             first, last = body[0].lineno - 1, body[0].end_lineno  # 1-based, inclusive
             src = "\n".join(lines[:first] + lines[last:]) + "\n"
@@ -151,54 +363,88 @@ def answer_check(expected, *, rtol: float = 1e-6, atol: float = 0.0, inputs=None
     The answer key comes from softlin's closed forms or a simulation, never a pasted number: ``expected`` is
     a callable of no arguments returning the value (a number, array or tensor), or, with ``inputs``, a
     reference *function*, and the reader's answer is then a function evaluated at each of ``inputs`` (a list
-    of argument tuples). ``check`` prints "correct" or how far off the answer is (its relative error) and the
-    hint; it never prints the expected value. ``check(None)`` says that no answer was given yet.
+    of argument tuples). An answer is accepted when every entry is within ``atol + rtol * max|key|``.
+
+    ``check`` prints "Correct" or what is wrong (a shape, NaN, or the relative error, and at which input)
+    followed by ``hint``; it never prints the key. ``check(None)`` says that no answer was given yet. The
+    key is computed at each call (a bug in it raises, it is not blamed on the reader).
 
     Returns
     -------
-    callable ``check(answer) -> bool``
+    callable ``check(answer)``; it returns a verdict that is true or false like a ``bool`` (an ``int``
+    subclass that a notebook does not echo below the printed message); ``check.inputs`` is ``inputs``.
+
+    Raises
+    ------
+    TypeError if ``expected`` is not callable; ValueError if ``rtol`` or ``atol`` is negative or
+    ``inputs`` is not a non-empty list of argument tuples.
     """
     import numpy as np
     import torch
 
     if not callable(expected):
-        raise TypeError(f"expected must be a callable that computes the answer key, got {type(expected).__name__}")
+        raise TypeError("expected must be a callable that computes the answer key, got "
+                        f"{type(expected).__name__}")
+    if rtol < 0 or atol < 0:
+        raise ValueError(f"rtol and atol must be non-negative, got rtol={rtol}, atol={atol}")
+    if inputs is not None:
+        inputs = [tuple(args) if isinstance(args, (tuple, list)) else (args,) for args in inputs]
+        if not inputs:
+            raise ValueError("inputs must hold at least one argument tuple, got an empty list")
+    tail = f" {hint}" if hint else ""
 
     def as_array(x):
         if isinstance(x, torch.Tensor):
             x = x.detach().cpu().double().numpy()
         return np.asarray(x, dtype=float)
 
-    def check(answer) -> bool:
+    def check(answer) -> _Verdict:
+        ok = _check(answer)
+        return _Verdict(ok)
+
+    def _check(answer) -> bool:
         if answer is None:
             print("No answer yet: replace None by your answer and run the cell again.")
             return False
-        try:
-            if inputs is None:
-                pairs = [(as_array(answer), as_array(expected()))]
-            else:
-                if not callable(answer):
-                    print("Your answer should be a function (def ...); it is "
-                          f"{type(answer).__name__}.")
-                    return False
-                pairs = [(as_array(answer(*args)), as_array(expected(*args))) for args in inputs]
-        except Exception as exc:  # the reader's code may fail: say so instead of a traceback
-            print(f"Evaluating your answer raised {type(exc).__name__}: {exc}")
+        if inputs is not None and not callable(answer):
+            print(f"Not yet: your answer should be a function (def ... or lambda), it is a "
+                  f"{type(answer).__name__}.{tail}")
             return False
+        keys = [as_array(expected())] if inputs is None else [as_array(expected(*a)) for a in inputs]
         worst = 0.0
-        for got, want in pairs:
-            if got.shape != want.shape:
-                print(f"Not yet: your answer has shape {got.shape}, the expected one a different shape "
-                      f"(with {want.size} entries). {hint}".rstrip())
+        for k, want in enumerate(keys):
+            where = "" if inputs is None else f" at test input {k + 1} of {len(keys)}"
+            try:
+                got = as_array(answer if inputs is None else answer(*inputs[k]))
+            except Exception as exc:  # the reader's code may fail: say so instead of a traceback
+                print(f"Not yet: evaluating your answer{where} raised {type(exc).__name__}: {exc}{tail}")
+                return False
+            if got.shape != want.shape and not (got.size == want.size == 1):
+                print(f"Not yet: your answer{where} has shape {got.shape}, which is not the expected "
+                      f"shape.{tail}")
+                return False
+            if not np.all(np.isfinite(got)):
+                print(f"Not yet: your answer{where} contains NaN or inf.{tail}")
                 return False
             scale = float(np.abs(want).max()) if want.size else 0.0
-            err = float(np.abs(got - want).max()) if want.size else 0.0
-            if not np.all(np.isfinite(got)) or err > atol + rtol * scale:
-                rel = err / scale if scale > 0 else err
-                print(f"Not yet: your answer is off by {rel:.2g} (relative error). {hint}".rstrip())
+            err = float(np.abs(got.reshape(want.shape) - want).max()) if want.size else 0.0
+            rel = err / scale if scale > 0 else err
+            if err > atol + rtol * scale:
+                print(f"Not yet: your answer{where} is off by {rel:.2g} (relative error).{tail}")
                 return False
-            worst = max(worst, err / scale if scale > 0 else err)
+            worst = max(worst, rel)
         print(f"Correct (relative error {worst:.1g}).")
         return True
 
+    check.inputs = inputs
     return check
+
+
+class _Verdict(int):
+    """True or False, like a bool, that IPython does not display (the check has printed its message)."""
+
+    def __repr__(self):
+        return repr(bool(self))
+
+    def _ipython_display_(self):
+        pass

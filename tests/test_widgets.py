@@ -1,0 +1,216 @@
+"""softlin.widgets: the precomputed (static) explorer and the exercise self-checks.
+
+The browser side of the static explorer (the controls really move the picture) is checked in
+tests/test_explorer_page.py on a small page of its own, and on every chapter in tests/test_site.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from ipywidgets import (Dropdown, FloatLogSlider, FloatSlider, IntSlider, SelectionSlider, Text,  # noqa: E402
+                        fixed)
+from PIL import Image  # noqa: E402
+
+from softlin import widgets  # noqa: E402
+
+
+@pytest.fixture
+def static(monkeypatch):
+    monkeypatch.setenv(widgets.STATIC_ENV, "1")
+
+
+def parse(html_obj) -> tuple[str, dict]:
+    page = html_obj.data
+    payload = re.search(r'<script type="application/json" class="softlin-explorer-data">(.*?)</script>', page, re.S)
+    return page, json.loads(payload.group(1))
+
+
+def decode(uri: str) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(uri.split(",", 1)[1]))).convert("RGB"))
+
+
+def test_static_explorer_draws_every_state_once_in_c_order_and_shows_the_default(static):
+    calls = []
+
+    def plot(ax, L, law, c):
+        calls.append((L, law, c))
+        ax.plot([0, 1], [0, L])
+        ax.set_title(f"L={L} {law}")
+
+    out = widgets.explorer(plot, L=SelectionSlider(options=[10, 30, 100], value=30, description="L"),
+                           law=Dropdown(options=["gauss", "student"], value="student"), c=fixed(7))
+    page, data = parse(out)
+    states = [(L, law, 7) for L in (10, 30, 100) for law in ("gauss", "student")]
+    assert calls[0] == (30, "student", 7)  # the default first: its layout is kept for every state
+    drawn = [c for i, c in enumerate(calls[1:-1]) if i == 0 or c != calls[i]]  # a redraw for room: once
+    assert drawn == states  # every state, the last control varying fastest
+    assert calls[-1] == (30, "student", 7)  # the default drawn again: the determinism check
+    assert data["shape"] == [3, 2] and data["default"] == [1, 1]
+    assert data["labels"] == [["10", "30", "100"], ["gauss", "student"]]
+    flat = 1 * 2 + 1
+    assert data["frames"][flat] is None and sum(f is None for f in data["frames"]) == 1
+    src = re.search(r'<img class="softlin-explorer-frame" src="([^"]+)"', page).group(1)
+    assert src.startswith("data:image/png;base64,") and f'data-frame="{flat}"' in page
+    pictures = [decode(f) if f else decode(src) for f in data["frames"]]
+    assert pictures[0].shape == (360, 576, 3)  # FIGSIZE at DPI, the same for every frame
+    assert len({p.tobytes() for p in pictures}) == 6, "the six states must give six different pictures"
+    assert 'value="1"' in page and "<select" in page and 'type="range"' in page
+    assert "alt=\"Explorer picture at L = 30, law = student" in page
+    assert plt.get_fignums() == []
+
+
+def test_slider_values_are_every_step_and_include_the_default(static):
+    seen = {}
+
+    def plot(ax, a, b, n):
+        seen.setdefault("a", set()).add(a)
+        seen.setdefault("b", set()).add(b)
+        seen.setdefault("n", set()).add(n)
+
+    out = widgets.explorer(plot, a=FloatSlider(value=0.75, min=0.0, max=1.0, step=0.25),
+                           b=FloatLogSlider(value=1.0, base=10, min=-1, max=1, step=1), n=IntSlider(3, 1, 5, 2))
+    _, data = parse(out)
+    assert sorted(seen["a"]) == [0.0, 0.25, 0.5, 0.75, 1.0]
+    assert np.allclose(sorted(seen["b"]), [0.1, 1.0, 10.0]) and 1.0 in seen["b"]
+    assert sorted(seen["n"]) == [1, 3, 5]
+    assert data["labels"][0] == ["0.00", "0.25", "0.50", "0.75", "1.00"] and data["default"] == [3, 1, 1]
+
+
+def test_too_many_states_is_an_error_that_names_the_controls(static):
+    with pytest.raises(ValueError, match=r"400 states \(L: 20 x tilt: 20 values\).*at most 60"):
+        widgets.explorer(lambda ax, L, tilt: None, L=IntSlider(value=5, min=5, max=100, step=5),
+                         tilt=FloatSlider(value=0.1, min=0.1, max=2.0, step=0.1))
+
+
+def test_a_control_without_finite_values_or_a_default_off_its_steps_is_refused(static):
+    with pytest.raises(TypeError, match="'name' is a Text"):
+        widgets.explorer(lambda ax, name: None, name=Text(value="x"))
+    slider = FloatSlider(value=0.3, min=0.0, max=1.0, step=0.5)  # ipywidgets keeps 0.3 off the grid
+    if slider.value == 0.3:
+        with pytest.raises(ValueError, match="not one of its steps"):
+            widgets.explorer(lambda ax, a: None, a=slider)
+
+
+def test_a_plot_that_is_not_deterministic_is_refused(static):
+    rng = np.random.default_rng(0)
+
+    def noisy(ax, L):
+        ax.plot(rng.normal(size=L))
+
+    with pytest.raises(ValueError, match="deterministic"):
+        widgets.explorer(noisy, L=SelectionSlider(options=[5, 10], value=5))
+
+
+def test_the_live_explorer_is_unchanged_without_the_environment_variable(monkeypatch):
+    monkeypatch.delenv(widgets.STATIC_ENV, raising=False)
+    box = widgets.explorer(lambda ax, L: ax.plot([0, L]), L=SelectionSlider(options=[1, 2], value=1))
+    slider, image = box.children
+    assert type(slider).__name__ == "SelectionSlider" and bytes(image.value[:4]) == b"\x89PNG"
+
+
+def test_a_tex_description_is_typeset_and_kept_out_of_the_alt_text(static):
+    out = widgets.explorer(lambda ax, a: ax.plot([0, a]), a=SelectionSlider(options=[1, 2], value=2,
+                                                                           description=r"$\alpha$"))
+    page, data = parse(out)
+    assert r'<span class="math notranslate nohighlight">\(\alpha\)</span>' in page
+    assert data["names"] == ["alpha"] and 'alt="Explorer picture at alpha = 2' in page
+
+
+# --- answer_check -------------------------------------------------------------------------------------
+
+def test_answer_check_accepts_the_key_and_rejects_without_printing_it(capsys):
+    key = torch.tensor([0.123456, -2.5])
+    check = widgets.answer_check(lambda: key, rtol=1e-9, hint="Hint: look at the weights.")
+    assert check(key.clone()) == True  # noqa: E712 (a verdict, not a bool)
+    assert capsys.readouterr().out.startswith("Correct")
+    assert check(key * 1.1) == False
+    out = capsys.readouterr().out
+    assert "off by 0.1 (relative error)" in out and "Hint: look at the weights." in out
+    assert "0.123" not in out and "2.5" not in out
+    assert check(None) == False and "No answer yet" in capsys.readouterr().out
+    assert check(torch.zeros(3)) == False and "not the expected shape" in capsys.readouterr().out
+    assert check(torch.tensor([float("nan"), 0.0])) == False and "NaN" in capsys.readouterr().out
+
+
+def test_answer_check_of_a_function_names_the_failing_input(capsys):
+    check = widgets.answer_check(lambda x: np.tanh(x), inputs=[(0.5,), (2.0,)], rtol=1e-8)
+    assert check(np.tanh) == True
+    assert check(lambda x: np.tanh(x) if x < 1 else 1.0) == False
+    assert "at test input 2 of 2" in capsys.readouterr().out.splitlines()[-1]
+    assert check(0.46) == False and "should be a function" in capsys.readouterr().out
+    assert check(lambda x: 1 / 0) == False and "ZeroDivisionError" in capsys.readouterr().out
+    assert check.inputs == [(0.5,), (2.0,)]
+
+
+def test_answer_check_rejects_bad_arguments():
+    with pytest.raises(TypeError, match="callable"):
+        widgets.answer_check(3.0)
+    with pytest.raises(ValueError, match="non-negative"):
+        widgets.answer_check(lambda: 1.0, rtol=-1)
+    with pytest.raises(ValueError, match="at least one"):
+        widgets.answer_check(lambda x: x, inputs=[])
+
+
+def test_over_the_limit_the_stop_gap_shows_only_the_default_and_says_so(static, monkeypatch):
+    monkeypatch.setenv("SOFTLIN_EXPLORER_OVER_LIMIT", "default-only")
+    calls = []
+    out = widgets.explorer(lambda ax, L: calls.append(L), L=IntSlider(value=50, min=1, max=100))
+    page, data = parse(out)
+    assert calls == [50, 50, 50] and data["shape"] == [1] and data["labels"] == [["50"]]
+    assert "explorer has 100 states (L: 100 values), more than the 60" in page and "over-limit" in page
+
+
+def test_a_verdict_is_true_or_false_and_not_echoed():
+    check = widgets.answer_check(lambda: 1.0)
+    verdict = check(1.0)
+    assert verdict and verdict == True and repr(verdict) == "True"  # noqa: E712
+    assert hasattr(verdict, "_ipython_display_") and not check(2.0)
+
+
+def test_a_control_with_one_value_is_not_shown(static):
+    out = widgets.explorer(lambda ax, L, seed: ax.plot([0, L + seed]), L=SelectionSlider(options=[1, 2], value=1),
+                           seed=[5])
+    page, data = parse(out)
+    assert data["names"] == ["L"] and page.count("data-control=") == 1
+
+
+def test_in_check_mode_the_explorer_validates_and_draws_the_default_only(monkeypatch):
+    monkeypatch.setenv(widgets.STATIC_ENV, "check")
+    calls = []
+    out = widgets.explorer(lambda ax, L: calls.append(L), L=SelectionSlider(options=[1, 2, 3], value=2))
+    assert calls == [2, 2, 2] and "checked the 3 states" in out.data
+    with pytest.raises(ValueError, match="more than the 60"):
+        widgets.explorer(lambda ax, L: None, L=IntSlider(value=1, min=1, max=100))
+
+
+def test_the_default_layout_is_kept_unless_a_state_needs_more_room():
+    def plot(ax, label):
+        ax.plot([0, 1], [0, 1])
+        ax.set_ylabel(label)
+
+    rgb, position = widgets._draw(plot, {"label": "y"})
+    assert rgb.shape == (360, 576, 3) and position is not None
+    frozen, _ = widgets._draw(plot, {"label": "y"}, position)
+    assert np.array_equal(frozen, rgb)  # the same layout gives the same picture
+    wide = "a label far too long " * 3
+    fitted, _ = widgets._draw(plot, {"label": "\n".join([wide] * 4)}, position)  # falls back to a layout
+    plt.close("all")
+    assert fitted.shape == rgb.shape
+
+    def with_colorbar(ax):
+        image = ax.imshow(np.eye(3))
+        ax.figure.colorbar(image, ax=ax)
+
+    _, position = widgets._draw(with_colorbar, {})
+    assert position is None  # two axes: every state is laid out by constrained layout
