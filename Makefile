@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 MODE   ?= default
 JOBS   ?= 2
 
-.PHONY: install vendor book test bench sync students handouts clean
+.PHONY: install vendor book test bench sync students handouts paper-experiment clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -48,6 +48,16 @@ students: $(STAMP)
 handouts: $(STAMP)
 	test -f _build/stage/_build/html/index.html || $(MAKE) book
 	$(PY) tools/handouts.py
+
+## The paper's experiment of chapter 5 at its own scale (300 000 SGD steps per prompt length, 8 starts),
+## resumable from checkpoints every 1 000 steps: `make paper-experiment L=200` runs one length (or several:
+## L="10 20 30"; all 19 when L is not given), then merges every per-length result into
+## book/data/paper_experiment.json. DEVICE=cuda runs it on a GPU.
+L      ?=
+DEVICE ?= cpu
+paper-experiment: $(STAMP)
+	$(PY) tools/paper_experiment.py $(foreach l,$(L),--L $(l)) --device $(DEVICE)
+	$(PY) tools/paper_experiment.py --merge
 
 clean:
 	rm -rf _build .pytest_cache .hypothesis

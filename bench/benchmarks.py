@@ -185,6 +185,27 @@ def naive_softmax_attention(tokens, queries, U, V):
     return p @ (tokens @ V.mT)
 
 
+def rounding_bound(tokens, queries, U):
+    """A first-order bound on the rounding error of the streamed tilted mean in the tokens' dtype.
+
+    Each score ``z_i . a`` (with ``a = U z`` itself a sum of D products) is computed with an absolute
+    error of at most ``2 D eps sum_j |z_ij a_j|``; since ``d m / d s_i = p_i (z_i - m)``, the scores' errors
+    move the mean by at most ``2 max|z|`` times the largest of them. The chunk sums add about
+    ``sqrt(c) eps max|z|`` (the random-walk size of a sum of c rounded terms, c the length of the shortest
+    products, see ``softlin._fast._weighted_sum``), counted four times over. Returns a float.
+    """
+    from softlin._fast import SUB_BLOCKS, auto_chunk_size
+
+    eps = torch.finfo(tokens.dtype).eps
+    D = tokens.shape[-1]
+    a = (queries @ U.mT).double()  # (Q, D)
+    z = tokens.double().abs()
+    zmax = float(z.max())
+    smax = float((z @ a.abs().mT).max())  # max_i sum_j |z_ij a_j|
+    c = (auto_chunk_size(tokens, queries.shape[-2]) or tokens.shape[-2]) / SUB_BLOCKS
+    return 2 * zmax * 2 * D * eps * smax + 4 * math.sqrt(c) * eps * zmax
+
+
 def streaming_times(L, *, D=6, Q=1, dtype=torch.float64, repeats=5, naive=True, unchunked=True, threads=1):
     """Times (seconds per call) of the streaming figures for one prompt of ``L`` tokens.
 
@@ -195,7 +216,8 @@ def streaming_times(L, *, D=6, Q=1, dtype=torch.float64, repeats=5, naive=True, 
 
     Returns
     -------
-    dict name -> seconds, plus ``max_abs_error``: the largest difference between the library's output
+    dict name -> seconds, plus ``rounding_bound`` (:func:`rounding_bound`), ``max_abs_error``: the
+    largest difference between the library's output
     and a float64 reference (the unchunked pass on the same tokens in float64, or the streamed one when
     the unchunked pass is left out; 0 when that is the library's own float64 call) and, with the naive
     candidate, ``naive_error``, the same for :func:`naive_softmax_attention`.
@@ -216,6 +238,7 @@ def streaming_times(L, *, D=6, Q=1, dtype=torch.float64, repeats=5, naive=True, 
         args64 = [x.double() for x in (tokens, queries, U, V)]
         ref = softmax_attention(*args64, chunk_size=L if unchunked else None)
         times["max_abs_error"] = float((out - ref).abs().max())
+        times["rounding_bound"] = rounding_bound(tokens, queries, U)
         if naive:
             naive_out = naive_softmax_attention(tokens, queries, U, V).double()
             times["naive_error"] = float((naive_out - ref).abs().max())
