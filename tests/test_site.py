@@ -119,7 +119,6 @@ COLLECT_JS = r"""
       [...e.querySelectorAll('[data-control]')].every(c => c.value === c.getAttribute('value') ||
         (c.tagName === 'SELECT' && c.selectedOptions[0] && c.selectedOptions[0].hasAttribute('selected'))),
     seconds: +e.dataset.renderSeconds, bytes: e.outerHTML.length,
-    over_limit: !!e.querySelector('.softlin-explorer-over-limit'),
     controls: [...e.querySelectorAll('[data-control]')].map(c => ({tag: c.tagName, n: c.tagName === 'SELECT'
       ? c.options.length : +c.max + 1, value: +c.value})) }));
   out.html_bytes = document.documentElement.outerHTML.length;
@@ -447,8 +446,6 @@ def test_no_frozen_widget_is_left(site, page):
         "use softlin.widgets.explorer, which the build precomputes")
     assert not f["widget_text"], f"{page}: a widget placeholder or widget error message is visible"
     assert not f["widget_requests"], f"{page}: loads the ipywidgets manager: {f['widget_requests']}"
-    assert not any(e["over_limit"] for e in f["explorers"]), (
-        f"{page}: an explorer shows only its default picture (SOFTLIN_EXPLORER_OVER_LIMIT stop-gap)")
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -162,15 +162,6 @@ def test_answer_check_rejects_bad_arguments():
         widgets.answer_check(lambda x: x, inputs=[])
 
 
-def test_over_the_limit_the_stop_gap_shows_only_the_default_and_says_so(static, monkeypatch):
-    monkeypatch.setenv("SOFTLIN_EXPLORER_OVER_LIMIT", "default-only")
-    calls = []
-    out = widgets.explorer(lambda ax, L: calls.append(L), L=IntSlider(value=50, min=1, max=100))
-    page, data = parse(out)
-    assert calls == [50, 50, 50] and data["shape"] == [1] and data["labels"] == [["50"]]
-    assert "explorer has 100 states (L: 100 values), more than the 60" in page and "over-limit" in page
-
-
 def test_a_verdict_is_true_or_false_and_not_echoed():
     check = widgets.answer_check(lambda: 1.0)
     verdict = check(1.0)

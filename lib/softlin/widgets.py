@@ -2,11 +2,11 @@
 
 An explorer is a plain plotting function ``plot(ax, **params)`` of the chapter with controls for its
 parameters. In Jupyter and Colab, :func:`explorer` redraws it live whenever a control moves. When the book
-is built (``tools/build_book.py`` sets the environment variable ``SOFTLIN_STATIC_EXPLORERS=1`` for the
-kernels that execute the chapters), it instead draws every combination of the controls' values once, with
-the same function, and shows the pictures behind controls that need no kernel and no network (the small
-script ``book/_ext/static/softlin-explorer.js`` served by the site swaps them). :func:`small_multiples`
-draws the same function on a grid of fixed values for a printed figure; :func:`answer_check` builds the
+is built (``tools/build_book.py`` sets ``SOFTLIN_STATIC_EXPLORERS=1`` for the kernels that execute the
+chapters), it draws every combination of the controls' values once, with the same function, and shows the
+pictures behind controls that need no kernel and no network (``book/_ext/static/softlin-explorer.js``
+swaps them). :func:`small_multiples` draws the function on a grid for a printed figure;
+:func:`show_source` shows a library function's code on the page; :func:`answer_check` builds the
 self-check of an exercise from a computed answer key.
 """
 
@@ -19,11 +19,9 @@ import matplotlib.pyplot as plt
 __all__ = ["explorer", "small_multiples", "show_source", "answer_check"]
 
 #: Set (to anything but "" or "0") in a kernel's environment, it makes :func:`explorer` precompute its
-#: pictures for the static site instead of building live ipywidgets controls; "check" validates the
-#: controls and draws the default picture only (for runs that build no site).
+#: pictures for the static site; "check" validates the controls and draws the default picture only.
 STATIC_ENV = "SOFTLIN_STATIC_EXPLORERS"
-#: The most pictures one explorer precomputes (the product of its controls' numbers of values): about
-#: 1 MB of page per 60 pictures of 576 x 360 pixels.
+#: The most pictures one explorer precomputes: about 1 MB of page per 60 pictures of 576 x 360 pixels.
 FRAME_LIMIT = 60
 FIGSIZE, DPI = (6.4, 4.0), 90  # inches, dots per inch: 576 x 360 pixels, live and precomputed alike
 
@@ -39,11 +37,9 @@ def explorer(plot, **controls):
     a control changes (no ``Output`` widget, whose captured messages intermittently deadlock headless
     execution, jupyter/nbclient#312). The box is displayed and returned; end the cell with ``;``.
 
-    *Static* (``SOFTLIN_STATIC_EXPLORERS`` set, as when the book is built): every combination of the
-    controls' values is drawn (every option of a selection, every step of a slider), the default state is
-    drawn a second time to check that ``plot`` is deterministic, and an HTML block is displayed that shows
-    the default picture and swaps in the others when the controls move, with no kernel. Returns that
-    ``IPython.display.HTML``.
+    *Static* (``SOFTLIN_STATIC_EXPLORERS`` set): every combination of the controls' values is drawn, the
+    default state twice (``plot`` must draw the same picture), and an HTML block is displayed and returned
+    that shows the default picture and swaps in the others when the controls move, with no kernel.
 
     Raises
     ------
@@ -67,8 +63,7 @@ def explorer(plot, **controls):
         if isinstance(w, widgets.fixed):
             fixed_values[name] = w.value
         else:
-            if not w.description:
-                w.description = name
+            w.description = w.description or name
             live[name] = w
     if os.environ.get(STATIC_ENV, "") not in ("", "0"):
         html = _static_explorer(plot, live, fixed_values)
@@ -79,26 +74,19 @@ def explorer(plot, **controls):
         return _png(_draw(plot, {**fixed_values, **{k: w.value for k, w in live.items()}})[0])
 
     image = widgets.Image(value=render(), format="png", layout=widgets.Layout(max_width="576px"))
-
-    def update(_change):
-        image.value = render()
-
     for w in live.values():
-        w.observe(update, names="value")
+        w.observe(lambda _change: setattr(image, "value", render()), names="value")
     box = widgets.VBox([*live.values(), image])
     display(box)
     return box
 
 
-
 def _draw(plot, params, position=None):
-    """``plot(ax, **params)`` on a fresh white figure of FIGSIZE at DPI -> (RGB pixels (H, W, 3), axes
-    position or None).
+    """``plot(ax, **params)`` on a fresh white figure -> (RGB pixels (H, W, 3), axes position or None).
 
-    With ``position`` (left, bottom, width, height, figure fractions) the axes are placed there, which
-    draws about twice as fast as constrained layout; if the plot then adds axes or reaches outside the
-    figure, it is drawn again with constrained layout. The position returned is the axes' own when the
-    figure holds one axes (to be reused for the other states of an explorer), else None."""
+    With ``position`` (figure fractions) the axes are placed there, about twice as fast as constrained
+    layout; if the plot then adds axes or reaches outside the figure, it is drawn again with constrained
+    layout. The position returned is the axes' own when the figure holds one axes, else None."""
     import numpy as np
 
     if position is None:
@@ -109,18 +97,16 @@ def _draw(plot, params, position=None):
     try:
         plot(ax, **params)
         fig.canvas.draw()
-        if position is not None and (len(fig.axes) > 1 or not _fits(fig, ax)):
+        if position is not None and len(fig.axes) > 1:
             return _draw(plot, params)
-        single = len(fig.axes) == 1
-        return np.asarray(fig.canvas.buffer_rgba())[..., :3].copy(), ax.get_position().bounds if single else None
+        if position is not None:
+            box = ax.get_tightbbox(fig.canvas.get_renderer())  # labels, ticks, title, legend
+            if min(box.x0, box.y0) < 0 or box.x1 > fig.bbox.width or box.y1 > fig.bbox.height:
+                return _draw(plot, params)
+        rgb = np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
+        return rgb, ax.get_position().bounds if len(fig.axes) == 1 else None
     finally:
         plt.close(fig)  # not shown by the inline backend: the explorer shows it
-
-
-def _fits(fig, ax) -> bool:
-    """Whether everything drawn for ``ax`` (labels, tick labels, title, legend) lies inside the figure."""
-    box = ax.get_tightbbox(fig.canvas.get_renderer())
-    return box.x0 >= 0 and box.y0 >= 0 and box.x1 <= fig.bbox.width and box.y1 <= fig.bbox.height
 
 
 def _png(rgb, colours: int | None = None) -> bytes:
@@ -152,8 +138,7 @@ def _control_values(name, w):
     if isinstance(w, widgets.IntSlider):
         values = list(range(w.min, w.max + 1, w.step))
     elif isinstance(w, (widgets.FloatSlider, widgets.FloatLogSlider)):
-        n = round((w.max - w.min) / w.step)
-        exps = [round(w.min + k * w.step, 12) for k in range(n + 1)]
+        exps = [round(w.min + k * w.step, 12) for k in range(round((w.max - w.min) / w.step) + 1)]
         values = [w.base ** e for e in exps] if isinstance(w, widgets.FloatLogSlider) else exps
     else:
         raise TypeError(f"explorer control {name!r} is a {type(w).__name__}, which has no finite set of "
@@ -176,127 +161,80 @@ def _static_explorer(plot, controls, fixed_values):
     import json
     import math
     import re
-    import time
 
     import numpy as np
     from IPython.display import HTML
 
-    # SOFTLIN_EXPLORER_OVER_LIMIT=default-only is a stop-gap for chapters not yet converted to small
-    # grids: such an explorer shows its default picture only, and the page says so (never silently).
-    stop_gap = os.environ.get("SOFTLIN_EXPLORER_OVER_LIMIT") == "default-only"
-    spec, problem = {}, None
-    for name, w in controls.items():
-        try:
-            spec[name] = _control_values(name, w)
-        except ValueError as exc:
-            if not stop_gap:
-                raise
-            spec[name], problem = ([str(w.value)], [w.value], 0, "range"), str(exc)
-    for name in [n for n, (_, values, _, _) in spec.items() if len(values) == 1 and len(spec) > 1]:
+    spec = {name: _control_values(name, w) for name, w in controls.items()}
+    for name in [n for n, s in spec.items() if len(s[1]) == 1 and len(spec) > 1]:
         fixed_values = {**fixed_values, name: spec.pop(name)[1][0]}  # a one-value control moves nothing
-        controls = {k: w for k, w in controls.items() if k != name}
     shape = [len(values) for _, values, _, _ in spec.values()]
-    n_frames = math.prod(shape)
-    default = tuple(index for _, _, index, _ in spec.values())
+    n_frames, default = math.prod(shape), tuple(s[2] for s in spec.values())
     if n_frames > FRAME_LIMIT:
         sizes = " x ".join(f"{name}: {n}" for name, n in zip(spec, shape))
-        problem = (f"explorer has {n_frames} states ({sizes} values), more than the {FRAME_LIMIT} the static "
-                   "site precomputes; give each control a few values, e.g. SelectionSlider(options=[...], "
-                   f"value=...), whose product is at most {FRAME_LIMIT}")
-        if not stop_gap:
-            raise ValueError(problem)
-    note = ""
-    if problem:
-        spec = {name: ([labels[i]], [values[i]], 0, kind) for name, (labels, values, i, kind) in spec.items()}
-        shape, default, n_frames = [1] * len(spec), (0,) * len(spec), 1
-        note = ('<p class="softlin-explorer-note softlin-explorer-over-limit">Only the default picture of '
-                f"this explorer is shown here ({html.escape(problem)}); run the notebook to move it.</p>")
-    in_plot = []
+        raise ValueError(f"explorer has {n_frames} states ({sizes} values), more than the {FRAME_LIMIT} the "
+                         "static site precomputes; give each control a few values, e.g. "
+                         f"SelectionSlider(options=[...], value=...), whose product is at most {FRAME_LIMIT}")
 
-    def timed(ax, **params):  # the chapter's own plotting time, apart from drawing and encoding
-        t = time.perf_counter()
-        plot(ax, **params)
-        in_plot.append(time.perf_counter() - t)
-
-    # SOFTLIN_STATIC_EXPLORERS=check (a run that builds no site: tests, seed sweeps) checks all of the
-    # above and draws the default state only (twice, for the determinism check).
-    check_only = os.environ.get(STATIC_ENV) == "check"
-    states = [default] if check_only else list(itertools.product(*(range(n) for n in shape)))
     def params_of(state):
-        return {**fixed_values, **{name: v[k] for (name, (_, v, _, _)), k in zip(spec.items(), state)}}
+        return {**fixed_values, **{name: s[1][k] for (name, s), k in zip(spec.items(), state)}}
 
-    frames, t0 = [], time.perf_counter()
+    # "check" (a run that builds no site: tests, seed sweeps) draws the default state only, twice.
+    check_only = os.environ.get(STATIC_ENV) == "check"
+    states = [default] if check_only else list(itertools.product(*map(range, shape)))  # C order
     _, position = _draw(plot, params_of(default))  # the default state's layout, kept for every state
-    for state in states:  # C order: the last control varies fastest
-        rgb, _ = _draw(timed, params_of(state), position)
-        if state == default:
-            default_rgb = rgb
-        frames.append("data:image/png;base64," + base64.b64encode(_png(rgb, 256)).decode())
-    seconds = time.perf_counter() - t0
+    frames = {state: _draw(plot, params_of(state), position)[0] for state in states}
     again, _ = _draw(plot, params_of(default), position)
-    if not np.array_equal(again, default_rgb):
+    if not np.array_equal(again, frames[default]):
         raise ValueError("explorer: plot drew two different pictures for the same parameters; it must be "
                          "deterministic given its arguments (pass the seed in, use no global random state)")
+    uris = ["data:image/png;base64," + base64.b64encode(_png(rgb, 256)).decode() for rgb in frames.values()]
     if check_only:
-        return HTML(f'<div class="softlin-explorer-checked"><img src="{frames[0]}" alt="The explorer\'s '
+        return HTML(f'<div class="softlin-explorer-checked"><img src="{uris[0]}" alt="The explorer\'s '
                     f'default picture"><p>Default picture only: this run checked the {n_frames} states of '
                     "the explorer without drawing them (no site is built).</p></div>")
     flat = int(np.ravel_multi_index(default, shape))
-    uid = "softlin-explorer-" + hashlib.sha1("".join(frames).encode()).hexdigest()[:12]
-    names = [str(w.description or name) for name, w in controls.items()]
-
-    def label_html(text):  # $...$ in a description is typeset by MathJax, like ipywidgets does
-        return re.sub(r"\$([^$]+)\$", r'<span class="math notranslate nohighlight">\(\1\)</span>',
-                      html.escape(text))
-
+    uid = "softlin-explorer-" + hashlib.sha1("".join(uris).encode()).hexdigest()[:12]
+    names = [str(controls[name].description or name) for name in spec]
     rows = []
-    for k, (name, (labels, _, index, kind)) in enumerate(spec.items()):
-        cid = f"{uid}-c{k}"
+    for k, (labels, _, index, kind) in enumerate(spec.values()):
+        cid, label = f"{uid}-c{k}", html.escape(labels[index])
         if kind == "range":
             field = (f'<input type="range" id="{cid}" data-control="{k}" min="0" max="{len(labels) - 1}" '
-                     f'step="1" value="{index}" aria-valuetext="{html.escape(labels[index])}">'
-                     f'<output for="{cid}">{html.escape(labels[index])}</output>')
+                     f'step="1" value="{index}" aria-valuetext="{label}"><output for="{cid}">{label}</output>')
         else:
             options = "".join(f'<option value="{j}"{" selected" * (j == index)}>{html.escape(s)}</option>'
                               for j, s in enumerate(labels))
             field = f'<select id="{cid}" data-control="{k}">{options}</select>'
-        rows.append(f'<div class="softlin-explorer-control"><label for="{cid}">{label_html(names[k])}</label>'
-                    f"{field}</div>")
-    alt_names = [re.sub(r"[$\\]", "", s) for s in names]
-    state_text = ", ".join(f"{s} = {spec[n][0][i]}" for s, n, i in zip(alt_names, spec, default))
-    data = {"names": alt_names, "labels": [labels for labels, _, _, _ in spec.values()], "shape": shape,
-            "default": list(default), "frames": [None if i == flat else f for i, f in enumerate(frames)]}
+        tex = re.sub(r"\$([^$]+)\$", r'<span class="math notranslate nohighlight">\(\1\)</span>',
+                     html.escape(names[k]))  # $...$ is typeset by MathJax, as ipywidgets does
+        rows.append(f'<div class="softlin-explorer-control"><label for="{cid}">{tex}</label>{field}</div>')
+    plain = [re.sub(r"[$\\]", "", s) for s in names]
+    state = html.escape(", ".join(f"{s} = {spec_[0][i]}" for s, spec_, i in zip(plain, spec.values(),
+                                                                            default)))
+    data = {"names": plain, "labels": [s[0] for s in spec.values()], "shape": shape,
+            "default": list(default), "frames": [None if i == flat else f for i, f in enumerate(uris)]}
+    h, w = frames[default].shape[:2]
     payload = json.dumps(data).replace("<", "\\u003c")  # nothing in it can close the <script>
-    h, w = default_rgb.shape[:2]
-    note = note or (f'<p class="softlin-explorer-note">All {n_frames} pictures were drawn when this page '
-                    "was built, with the same plotting function; in Jupyter or Colab the controls redraw it "
-                    "live.</p>")
-    page = (
-        f'<div class="softlin-explorer" id="{uid}" data-frames="{n_frames}" data-default-frame="{flat}" '
-        f'data-render-seconds="{seconds:.2f}" data-plot-seconds="{sum(in_plot):.2f}">'
+    return HTML(
+        f'<div class="softlin-explorer" id="{uid}" data-frames="{n_frames}" data-default-frame="{flat}">'
         f'<div class="softlin-explorer-controls">{"".join(rows)}</div>'
-        f'<img class="softlin-explorer-frame" src="{frames[flat]}" width="{w}" height="{h}" '
-        f'data-frame="{flat}" alt="Explorer picture at {html.escape(state_text)} (one of {n_frames} '
-        f'pictures drawn when the book was built; move the controls to see the others)">{note}'
-        f'<p class="softlin-explorer-print">Explorer shown at {html.escape(state_text)}; on the web page or '
-        "in the notebook its controls move it.</p>"
-        f'<script type="application/json" class="softlin-explorer-data">{payload}</script></div>'
-    )
-    return HTML(page)
+        f'<img class="softlin-explorer-frame" src="{uris[flat]}" width="{w}" height="{h}" '
+        f'data-frame="{flat}" alt="Explorer picture at {state} (one of {n_frames} pictures drawn when the '
+        'book was built; move the controls to see the others)">'
+        f'<p class="softlin-explorer-note">All {n_frames} pictures were drawn when this page was built, '
+        "with the same plotting function; in Jupyter or Colab the controls redraw it live.</p>"
+        f'<p class="softlin-explorer-print">Explorer shown at {state}; on the web page or in the notebook '
+        "its controls move it.</p>"
+        '<script type="application/json" class="softlin-explorer-data">'
+        f"{payload}</script></div>")
 
 
 def small_multiples(plot, grid, *, ncols=3, panel_size=(3.2, 2.8), sharex=True, sharey=True, **fixed):
-    """Draw ``plot(ax, **params, **fixed)`` for each dict ``params`` in ``grid`` on one figure.
+    """Draw ``plot(ax, **params, **fixed)`` for each dict ``params`` of ``grid`` (a non-empty list; each
+    panel should set its title from its parameters) on one figure of ``ncols`` panels a row.
 
-    Parameters
-    ----------
-    plot : callable ``plot(ax, **params)``; it should set the panel title from its parameters.
-    grid : list of dicts of parameter values, one per panel (at least one).
-    ncols : panels per row.
-
-    Returns
-    -------
-    matplotlib Figure
+    Returns the matplotlib Figure. Raises ValueError for an empty grid, TypeError for a non-dict entry.
     """
     grid = list(grid)
     if not grid:
@@ -305,10 +243,8 @@ def small_multiples(plot, grid, *, ncols=3, panel_size=(3.2, 2.8), sharex=True, 
         raise TypeError("grid must be a list of dicts of parameter values")
     ncols = min(ncols, len(grid))
     nrows = -(-len(grid) // ncols)
-    fig, axes = plt.subplots(
-        nrows, ncols, figsize=(panel_size[0] * ncols, panel_size[1] * nrows), sharex=sharex, sharey=sharey,
-        squeeze=False, layout="constrained",
-    )
+    fig, axes = plt.subplots(nrows, ncols, figsize=(panel_size[0] * ncols, panel_size[1] * nrows),
+                             sharex=sharex, sharey=sharey, squeeze=False, layout="constrained")
     for ax, params in zip(axes.flat, grid):
         plot(ax, **params, **fixed)
     for ax in list(axes.flat)[len(grid):]:
@@ -319,13 +255,11 @@ def small_multiples(plot, grid, *, ncols=3, panel_size=(3.2, 2.8), sharex=True, 
 def show_source(obj, *, docstring: bool = False) -> str:
     """Show the source code of a softlin function or class on the page, without its docstring.
 
-    This is how a chapter shows the few lines a statement of the paper becomes (the code is read from the
-    installed library with ``inspect.getsource``, never copied into the page). In Jupyter the code is
-    displayed as a highlighted Python block; elsewhere it is printed. Returns the code shown.
+    This is how a chapter shows the few lines a statement of the paper becomes: the code is read from the
+    installed library with ``inspect.getsource``, never copied into the page. In IPython it is displayed
+    as a highlighted Python block, elsewhere printed. Returns the code shown.
 
-    Raises
-    ------
-    TypeError if ``obj`` has no Python source (a builtin, a number).
+    Raises TypeError if ``obj`` has no Python source (a builtin, a number).
     """
     import ast
     import inspect
@@ -335,25 +269,18 @@ def show_source(obj, *, docstring: bool = False) -> str:
         src = textwrap.dedent(inspect.getsource(obj))
     except (TypeError, OSError) as exc:
         raise TypeError(f"obj must be a Python function or class with source code, got {obj!r}") from exc
-    if not docstring:
-        node = ast.parse(src).body[0]
-        body = getattr(node, "body", [])
-        first_expr = body[0] if body and isinstance(body[0], ast.Expr) else None
-        if first_expr is not None and isinstance(first_expr.value, ast.Constant) \
-                and isinstance(first_expr.value.value, str):
-            lines = src.splitlines()
-            first, last = body[0].lineno - 1, body[0].end_lineno  # 1-based, inclusive
-            src = "\n".join(lines[:first] + lines[last:]) + "\n"
-    try:
-        from IPython import get_ipython
-        from IPython.display import Markdown, display
+    body = getattr(ast.parse(src).body[0], "body", [])
+    if not docstring and body and isinstance(body[0], ast.Expr) \
+            and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+        lines = src.splitlines()
+        src = "\n".join(lines[:body[0].lineno - 1] + lines[body[0].end_lineno:]) + "\n"
+    from IPython import get_ipython
+    from IPython.display import Markdown, display
 
-        if get_ipython() is not None:
-            display(Markdown(f"```python\n{src}```"))
-            return src
-    except ImportError:  # pragma: no cover - IPython is part of the book's environment
-        pass
-    print(src)
+    if get_ipython() is None:
+        print(src)
+    else:
+        display(Markdown(f"```python\n{src}```"))
     return src
 
 
@@ -364,15 +291,14 @@ def answer_check(expected, *, rtol: float = 1e-6, atol: float = 0.0, inputs=None
     a callable of no arguments returning the value (a number, array or tensor), or, with ``inputs``, a
     reference *function*, and the reader's answer is then a function evaluated at each of ``inputs`` (a list
     of argument tuples). An answer is accepted when every entry is within ``atol + rtol * max|key|``.
-
-    ``check`` prints "Correct" or what is wrong (a shape, NaN, or the relative error, and at which input)
-    followed by ``hint``; it never prints the key. ``check(None)`` says that no answer was given yet. The
-    key is computed at each call (a bug in it raises, it is not blamed on the reader).
+    ``check`` prints "Correct" or what is wrong (a shape, NaN, the relative error and at which input)
+    followed by ``hint``; it never prints the key, and ``check(None)`` says that no answer was given yet.
+    The key is computed at each call (a bug in it raises, it is not blamed on the reader).
 
     Returns
     -------
-    callable ``check(answer)``; it returns a verdict that is true or false like a ``bool`` (an ``int``
-    subclass that a notebook does not echo below the printed message); ``check.inputs`` is ``inputs``.
+    callable ``check(answer)`` returning a verdict that is true or false like a ``bool`` (an ``int`` that a
+    notebook does not echo below the printed message); ``check.inputs`` is ``inputs``.
 
     Raises
     ------
@@ -388,53 +314,44 @@ def answer_check(expected, *, rtol: float = 1e-6, atol: float = 0.0, inputs=None
     if rtol < 0 or atol < 0:
         raise ValueError(f"rtol and atol must be non-negative, got rtol={rtol}, atol={atol}")
     if inputs is not None:
-        inputs = [tuple(args) if isinstance(args, (tuple, list)) else (args,) for args in inputs]
+        inputs = [tuple(a) if isinstance(a, (tuple, list)) else (a,) for a in inputs]
         if not inputs:
             raise ValueError("inputs must hold at least one argument tuple, got an empty list")
     tail = f" {hint}" if hint else ""
 
     def as_array(x):
-        if isinstance(x, torch.Tensor):
-            x = x.detach().cpu().double().numpy()
-        return np.asarray(x, dtype=float)
+        return np.asarray(x.detach().cpu().double().numpy() if isinstance(x, torch.Tensor) else x, float)
 
-    def check(answer) -> _Verdict:
-        ok = _check(answer)
-        return _Verdict(ok)
-
-    def _check(answer) -> bool:
-        if answer is None:
-            print("No answer yet: replace None by your answer and run the cell again.")
-            return False
+    def verdict(answer) -> str | float:  # what is wrong, or the worst relative error
         if inputs is not None and not callable(answer):
-            print(f"Not yet: your answer should be a function (def ... or lambda), it is a "
-                  f"{type(answer).__name__}.{tail}")
-            return False
-        keys = [as_array(expected())] if inputs is None else [as_array(expected(*a)) for a in inputs]
+            return f"your answer should be a function (def ... or lambda), it is a {type(answer).__name__}"
         worst = 0.0
-        for k, want in enumerate(keys):
-            where = "" if inputs is None else f" at test input {k + 1} of {len(keys)}"
+        for k, args in enumerate(inputs or [()]):
+            where = "" if inputs is None else f" at test input {k + 1} of {len(inputs)}"
+            want = as_array(expected(*args))
             try:
-                got = as_array(answer if inputs is None else answer(*inputs[k]))
+                got = as_array(answer if inputs is None else answer(*args))
             except Exception as exc:  # the reader's code may fail: say so instead of a traceback
-                print(f"Not yet: evaluating your answer{where} raised {type(exc).__name__}: {exc}{tail}")
-                return False
-            if got.shape != want.shape and not (got.size == want.size == 1):
-                print(f"Not yet: your answer{where} has shape {got.shape}, which is not the expected "
-                      f"shape.{tail}")
-                return False
+                return f"evaluating your answer{where} raised {type(exc).__name__}: {exc}"
+            if got.shape != want.shape and not got.size == want.size == 1:
+                return f"your answer{where} has shape {got.shape}, which is not the expected shape"
             if not np.all(np.isfinite(got)):
-                print(f"Not yet: your answer{where} contains NaN or inf.{tail}")
-                return False
+                return f"your answer{where} contains NaN or inf"
             scale = float(np.abs(want).max()) if want.size else 0.0
             err = float(np.abs(got.reshape(want.shape) - want).max()) if want.size else 0.0
-            rel = err / scale if scale > 0 else err
             if err > atol + rtol * scale:
-                print(f"Not yet: your answer{where} is off by {rel:.2g} (relative error).{tail}")
-                return False
-            worst = max(worst, rel)
-        print(f"Correct (relative error {worst:.1g}).")
-        return True
+                return f"your answer{where} is off by {err / scale if scale else err:.2g} (relative error)"
+            worst = max(worst, err / scale if scale else err)
+        return worst
+
+    def check(answer) -> _Verdict:
+        if answer is None:
+            print("No answer yet: replace None by your answer and run the cell again.")
+            return _Verdict(False)
+        result = verdict(answer)
+        ok = not isinstance(result, str)
+        print(f"Correct (relative error {result:.1g})." if ok else f"Not yet: {result}.{tail}")
+        return _Verdict(ok)
 
     check.inputs = inputs
     return check
