@@ -118,7 +118,7 @@ COLLECT_JS = r"""
     at_default: e.querySelector('img').dataset.frame === e.dataset.defaultFrame &&
       [...e.querySelectorAll('[data-control]')].every(c => c.value === c.getAttribute('value') ||
         (c.tagName === 'SELECT' && c.selectedOptions[0] && c.selectedOptions[0].hasAttribute('selected'))),
-    seconds: +e.dataset.renderSeconds, bytes: e.outerHTML.length,
+    bytes: e.outerHTML.length,
     controls: [...e.querySelectorAll('[data-control]')].map(c => ({tag: c.tagName, n: c.tagName === 'SELECT'
       ? c.options.length : +c.max + 1, value: +c.value})) }));
   out.html_bytes = document.documentElement.outerHTML.length;
