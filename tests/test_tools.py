@@ -29,7 +29,7 @@ def make_tgz(path: Path, files: dict[str, bytes]) -> Path:
 
 def test_npm_tarball_names():
     assert fetch_vendor.tarball_name("mathjax@3.2.2") == "mathjax-3.2.2.tgz"
-    assert fetch_vendor.tarball_name("@jupyter-widgets/html-manager@1.0.15") == "jupyter-widgets-html-manager-1.0.15.tgz"
+    assert fetch_vendor.tarball_name("@scope/some-pkg@1.0.15") == "scope-some-pkg-1.0.15.tgz"
 
 
 def test_every_vendored_package_is_pinned_by_version_and_sha256():

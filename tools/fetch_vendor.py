@@ -3,8 +3,9 @@
 
 * MathJax 3.2.2 (typesets the math): ``tex-mml-chtml.js``, its CHTML woff-v2 fonts and the TeX
   extensions it loads on demand.
-* The ipywidgets HTML manager 1.0.15 (``embed-amd.js`` and the icon fonts it references) and RequireJS
-  2.3.7, which MyST-NB's widget embedding needs to show the saved widget state.
+
+No widget manager is vendored: no page holds ipywidgets state (the explorers are precomputed pictures,
+``softlin.widgets``), so the site loads no widget JavaScript (``nb_ipywidgets_js: {}``).
 
 The packages come from the npm registry with ``npm pack`` (exact versions); each tarball's SHA-256 is
 checked against the pin below before anything is extracted. Tarballs are cached in
@@ -12,8 +13,8 @@ checked against the pin below before anything is extracted. Tarballs are cached 
 ``make clean``, needs no network. ``book/_vendor/VENDOR.json`` records what was installed; when it matches
 the pins nothing is done.
 
-``_config.yml`` points at these files (``html_static_path: [book/_vendor]``, ``mathjax_path``,
-``nb_ipywidgets_js``); ``tools/build_book.py`` calls :func:`ensure` before every build. Usage::
+``_config.yml`` points at these files (``html_static_path: [book/_vendor]``, ``mathjax_path``);
+``tools/build_book.py`` calls :func:`ensure` before every build. Usage::
 
     python tools/fetch_vendor.py            # install when missing or outdated
     python tools/fetch_vendor.py --force    # reinstall from the cache (fetching what is missing)
@@ -47,40 +48,11 @@ PACKAGES = {
             ("package/es5/input/tex/extensions/", "mathjax/input/tex/extensions/"),
         ],
     ),
-    "@jupyter-widgets/html-manager@1.0.15": (
-        "2b9d65cb7913e1c7d671757a10008b32c9c2448d4429513371e55c07d6107638",
-        [
-            ("package/package.json", "widgets/html-manager.package.json"),  # BSD-3-Clause
-            ("package/dist/embed.js.LICENSE.txt", "widgets/embed.LICENSE.txt"),
-            ("package/dist/embed-amd.js", "widgets/embed-amd.js"),
-            # Font Awesome files that embed-amd.js loads next to itself (woff2 and woff cover every
-            # current browser).
-            ("package/dist/*.woff2", "widgets/"),
-            ("package/dist/*.woff", "widgets/"),
-        ],
-    ),
-    "requirejs@2.3.7": (
-        "31f3330c978fb28684622fe71165dc946432cf0210b2ea8a1ca0233e70f2737d",
-        [
-            ("package/require.js", "widgets/require.js"),
-        ],
-    ),
 }
 
 
-# Our own file, written next to embed-amd.js and loaded between require.js and embed-amd.js (see
-# _config.yml). embed-amd.js loads its icon fonts from the folder RequireJS maps its module name to, which
-# by default is relative to the *page* (book/@jupyter-widgets/...): map it to this folder instead.
-OWN_FILES = {
-    "widgets/paths.js": """\
-// Written by tools/fetch_vendor.py: map the widget manager's module folder to this folder (_static/widgets),
-// so that embed-amd.js finds its font files here and not relative to the page.
-(function () {
-  var here = document.currentScript.src.replace(/[?#].*$/, "").replace(/\\/[^\\/]*$/, "");
-  require.config({paths: {"@jupyter-widgets/html-manager/dist": here}});
-})();
-""",
-}
+# Files of our own written into _vendor beside the packages (name -> text); none at present.
+OWN_FILES: dict[str, str] = {}
 
 
 def cache_dir() -> Path:
