@@ -16,7 +16,7 @@ $(STAMP): requirements.txt pyproject.toml
 
 install: $(STAMP)
 
-## Fetch the pinned MathJax and widget-manager files into book/_vendor (build_book.py does it when needed).
+## Fetch the pinned MathJax files into book/_vendor (build_book.py does it when needed).
 vendor: $(STAMP)
 	$(PY) tools/fetch_vendor.py
 
