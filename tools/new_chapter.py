@@ -44,12 +44,15 @@ def setup_cell() -> str:
     return f"""```{{code-cell}} ipython3
 :tags: [remove-cell]
 
-# Setup for Colab: install this book's library, softlin, when it is not importable. Elsewhere a no-op.
-# SOFTLIN_SOURCE (a pip requirement: git URL or local path) overrides where it comes from.
+# Setup for Colab: install this book's library, softlin, when it is not importable.
+# Elsewhere a no-op. SOFTLIN_SOURCE (a pip requirement: git URL or local path) overrides
+# where it comes from.
 import importlib, importlib.util, os, sys
 
-SOFTLIN_SOURCE = os.environ.get("SOFTLIN_SOURCE", "git+{url}@main")
-if ("google.colab" in sys.modules or "SOFTLIN_SOURCE" in os.environ) and importlib.util.find_spec("softlin") is None:
+SOFTLIN_SOURCE = os.environ.get(
+    "SOFTLIN_SOURCE", "git+{url}@main")
+wanted = "google.colab" in sys.modules or "SOFTLIN_SOURCE" in os.environ
+if wanted and importlib.util.find_spec("softlin") is None:
     %pip install -q {{SOFTLIN_SOURCE}}
     importlib.invalidate_caches()
 ```
@@ -59,7 +62,7 @@ if ("google.colab" in sys.modules or "SOFTLIN_SOURCE" in os.environ) and importl
 PARAMETERS = """```{code-cell} ipython3
 :tags: [parameters, hide-cell]
 
-mode = "default"  # "fast": CI smoke run (seconds); "default": the rendered book (CPU minutes); "paper": full sizes
+mode = "default"  # "fast": CI smoke run; "default": the rendered book; "paper": full
 device = "cpu"    # "cuda" where available (Colab: Runtime > Change runtime type > GPU)
 seed = 0
 ```
