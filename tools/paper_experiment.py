@@ -4,7 +4,7 @@
     .venv/bin/python tools/paper_experiment.py --L 200          # the paper's protocol at L = 200
     .venv/bin/python tools/paper_experiment.py --L 10 --L 20    # several lengths, one after the other
     .venv/bin/python tools/paper_experiment.py --merge          # per-length files -> book/data/...
-    make paper-experiment L=200                                  # the same (Makefile.paper)
+    make paper-experiment L=200                                  # the same, then --merge
 
 Protocol (the authors' released script, paper-notes Section 6.1): d = 5, KMS(0.5) covariance, task prior
 N(0, I/d), label noise of variance 0.1, plain SGD at lr 1e-3 on the batch MSE, 128 fresh prompts per step,
