@@ -1,6 +1,6 @@
 """Every exercise self-check accepts its folded solution and rejects a wrong answer without showing the key.
 
-For every code cell tagged ``exercise-check`` (README, "Exercises that check themselves"), the fast-mode
+For every code cell tagged ``exercise-check`` (README, "Writing or editing a chapter", item 4), the fast-mode
 execution of the gate (``fast_run``, ``tools/build_book.py --exercise-checks``) ran, right after it and
 hidden: the ``python`` block of the exercise's folded ``{solution}`` (it ends by assigning ``answer``),
 the check on that answer, and the check on a wrong answer derived from it (every entry moved by 0.37 times

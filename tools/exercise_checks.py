@@ -1,6 +1,6 @@
 """Try every exercise self-check of a chapter on its own folded solution and on a wrong answer.
 
-The convention (README, "Exercises that check themselves"): right after an ``{exercise}`` block, a key
+The convention (README, "Writing or editing a chapter", item 4): right after an ``{exercise}`` block, a key
 cell tagged ``remove-cell`` defines ``check_<label> = answer_check(...)`` (the label with ``-`` replaced by
 ``_``), then a visible cell tagged ``exercise-check`` runs ``answer = None`` and ``check_<label>(answer)``;
 the folded ``{solution} <label>`` holds a fenced ``python`` block that ends by assigning ``answer = ...``.
