@@ -69,6 +69,10 @@ def sample_errors(measure, queries, U, V, L, n_prompts, *, generator, jacobians=
     jacobians : bool, also return the V- and U-Jacobian errors
     chunk_size : positive int, optional; default about 2^20 scores per chunk
 
+    Returns
+    -------
+    PromptErrors, each field of shape (n_prompts, Q)
+
     Raises
     ------
     TypeError, ValueError
