@@ -33,7 +33,6 @@ from ._checks import (
     check_positive_int,
     check_result_finite,
     check_same_dtype_device,
-    check_same_leading,
     check_weights,
 )
 
@@ -41,24 +40,24 @@ __all__ = ["tilted_mean", "linear_mean", "softmax_weights", "softmax_attention",
            "TiltedSums", "TiltedMoments", "tilted_moments"]
 
 
-def _check_tokens_tilt(tokens, a, weights, *, chunk=False):
+def _check_tokens_tilt(tokens, a, weights, *, chunk=False, a_name="a"):
     """tokens (..., L, D) with L, D >= 1; a (..., Q, D) with the same leading dimensions; weights (..., L)
     (all zero allowed for a ``chunk`` of a longer prompt)."""
     tokens = as_tensor_arg("tokens", tokens, min_dim=2, finite=False)  # checked through the result
-    a = as_tensor_arg("a", a, min_dim=2)
-    L, D = tokens.shape[-2], tokens.shape[-1]
+    a = as_tensor_arg(a_name, a, min_dim=2)
+    lead, (L, D) = tuple(tokens.shape[:-2]), tokens.shape[-2:]
     if L == 0 or D == 0:
         raise ValueError(f"tokens must hold at least one token (L >= 1) of dimension D >= 1, "
                          f"got shape {tuple(tokens.shape)}")
     if a.shape[-1] != D:
-        raise ValueError(f"a must have last dimension D = {D} (that of tokens), got shape {tuple(a.shape)}")
-    check_same_leading("a", a, tuple(tokens.shape[:-2]), "tokens")
-    if a.dim() != tokens.dim():
-        raise ValueError(f"a must have shape {tuple(tokens.shape[:-2])} + (Q, {D}), got {tuple(a.shape)}")
+        raise ValueError(f"{a_name} must have last dimension D = {D} (that of tokens), got shape "
+                         f"{tuple(a.shape)}")
+    if tuple(a.shape[:-2]) != lead:
+        raise ValueError(f"the leading (batch) dimensions of {a_name} must equal those of tokens, {lead}; "
+                         f"got {a_name} of shape {tuple(a.shape)} (no implicit broadcasting)")
     if weights is not None:
-        weights = as_tensor_arg("weights", weights)
-        check_weights(weights, tuple(tokens.shape[:-1]), allow_zero_mass=chunk)
-    check_same_dtype_device({"tokens": tokens, "a": a, "weights": weights})
+        check_weights(as_tensor_arg("weights", weights), tuple(tokens.shape[:-1]), allow_zero_mass=chunk)
+    check_same_dtype_device({"tokens": tokens, a_name: a, "weights": weights})
 
 
 def tilted_mean(tokens, a, *, weights=None):
@@ -107,24 +106,15 @@ def linear_mean(tokens, a, *, weights=None):
 
 
 def _check_attention(tokens, queries, U, V, weights):
-    tokens = as_tensor_arg("tokens", tokens, min_dim=2, finite=False)
-    queries = as_tensor_arg("queries", queries, min_dim=2)
-    U = as_tensor_arg("U", U)
-    D = tokens.shape[-1]
-    if queries.shape[-1] != D:
-        raise ValueError(f"queries must have last dimension D = {D} (the token dimension of tokens), "
-                         f"got queries of shape {tuple(queries.shape)}")
+    """As :func:`_check_tokens_tilt` for the queries, and U (D, D), V (D_out, D) of the same dtype."""
+    _check_tokens_tilt(tokens, queries, weights, a_name="queries")
+    U, D = as_tensor_arg("U", U), tokens.shape[-1]
     if U.dim() != 2 or U.shape[0] != U.shape[1]:
         raise ValueError(f"U must be a square matrix of shape (D, D) = ({D}, {D}), got {tuple(U.shape)}")
     check_matrix("U", U, D, D)
     if V is not None:
         check_matrix("V", as_tensor_arg("V", V), None, D)
-    if tuple(queries.shape[:-2]) != tuple(tokens.shape[:-2]):
-        raise ValueError(f"the leading (batch) dimensions of queries must equal those of tokens, "
-                         f"{tuple(tokens.shape[:-2])}; got queries of shape {tuple(queries.shape)} "
-                         "(no implicit broadcasting)")
-    check_same_dtype_device({"tokens": tokens, "queries": queries, "U": U, "V": V})
-    _check_tokens_tilt(tokens, queries, weights)
+    check_same_dtype_device({"tokens": tokens, "U": U, "V": V})
 
 
 def softmax_weights(tokens, queries, U, *, weights=None):
