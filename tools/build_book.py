@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Stage, execute and build the book (README: "The two commands").
 
-0. Make sure the vendored MathJax and widget-manager files are in ``book/_vendor`` (tools/fetch_vendor.py;
+0. Make sure the vendored MathJax files are in ``book/_vendor`` (tools/fetch_vendor.py;
    cached, so offline after the first time).
 1. Copy ``_config.yml``, ``_toc.yml`` and ``book/`` into a staging folder (default ``_build/stage``).
 2. Execute every notebook chapter of ``_toc.yml`` with papermill, injecting ``mode`` and ``device`` into the

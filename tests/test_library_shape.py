@@ -1,0 +1,105 @@
+"""The shape the library promises (issue 12): small, one attention engine, modules named after ideas, chapters
+that import nothing private and fit the page column."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LIB = ROOT / "lib" / "softlin"
+BOOK = ROOT / "book"
+CHAPTERS = sorted(BOOK.glob("0*.md")) + [BOOK / "performance.md"]
+MODULES = sorted(p.stem for p in LIB.glob("*.py") if p.stem != "__init__")
+
+
+def _code_cells(md: Path):
+    """(first line number, source lines, tags) of every code cell of a MyST notebook."""
+    cells, lines = [], md.read_text().splitlines()
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("```{code-cell}"):
+            start, body, tags = i + 1, [], []
+            i += 1
+            if i < len(lines) and lines[i].strip() == "---":  # YAML options block
+                i += 1
+                while lines[i].strip() != "---":
+                    if lines[i].strip().startswith("tags:"):
+                        tags = re.findall(r"[\w-]+", lines[i].split(":", 1)[1])
+                    i += 1
+                i += 1
+            while i < len(lines) and lines[i].startswith(":"):
+                if lines[i].startswith(":tags:"):
+                    tags = re.findall(r"[\w-]+", lines[i].split(":", 2)[2])
+                i += 1
+            while i < len(lines) and not lines[i].startswith("```"):
+                body.append(lines[i])
+                i += 1
+            cells.append((start, body, tags))
+        i += 1
+    return cells
+
+
+def test_library_is_small():
+    sizes = {p.name: len(p.read_text().splitlines()) for p in LIB.glob("*.py")}
+    assert sum(sizes.values()) <= 3000, sizes
+    assert max(sizes.values()) <= 700, sizes
+
+
+def test_at_most_70_public_names():
+    names = set()
+    for m in MODULES:
+        if m.startswith("_"):
+            continue
+        names |= set(importlib.import_module(f"softlin.{m}").__all__)
+    assert len(names) <= 70, sorted(names)
+
+
+def test_modules_are_named_after_ideas_and_hold_no_benchmarks():
+    chapterish = {"limits", "prompts", "beyond", "benchmarks", "chapter", "utils", "helpers"}
+    assert not chapterish & set(MODULES), MODULES
+    for p in LIB.glob("*.py"):
+        assert "nn.Module" not in p.read_text() or p.stem == "_fast", p
+
+
+def test_every_softmax_over_tokens_goes_through_the_engine():
+    # torch.softmax / logsumexp / exp over prompt tokens only in softlin.attention (and its fast branch);
+    # measures may use logsumexp for the log-MGF of an empirical measure (the definition of Lambda).
+    allowed = {"attention.py", "_fast.py", "measures.py"}
+    pattern = re.compile(r"\b(torch\.softmax|\.softmax\(|F\.softmax|softmax\(dim)")
+    for p in LIB.glob("*.py"):
+        if p.name not in allowed:
+            assert not pattern.search(p.read_text()), f"{p.name} computes a softmax outside the engine"
+    for md in CHAPTERS:
+        for start, body, _ in _code_cells(md):
+            text = "\n".join(body)
+            assert not pattern.search(text), f"{md.name}:{start} computes a softmax outside the engine"
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_chapters_import_nothing_private_and_fit_the_column(md):
+    for start, body, tags in _code_cells(md):
+        for k, line in enumerate(body):
+            assert len(line) <= 88, f"{md.name}:{start + k}: {len(line)} characters"
+            assert not re.search(r"softlin(\.\w+)*\._\w+|from softlin\S* import .*\b_\w+", line), \
+                f"{md.name}:{start + k} imports a private softlin name"
+        visible = not {"hide-input", "hide-cell", "remove-cell", "remove-input"} & set(tags)
+        if visible:
+            assert len([b for b in body if b.strip()]) <= 18, f"{md.name}:{start}: visible cell too long"
+
+
+@pytest.mark.parametrize("md", [BOOK / "01_measure_view.md", BOOK / "02_infinite_prompt_limit.md",
+                                BOOK / "03_concentration.md", BOOK / "05_icl_linear_regression.md"],
+                         ids=lambda p: p.stem)
+def test_chapters_show_the_implementing_lines(md):
+    assert "show_source(" in md.read_text()
+
+
+def test_library_modules_parse_and_have_docstrings():
+    for p in LIB.glob("*.py"):
+        tree = ast.parse(p.read_text())
+        assert ast.get_docstring(tree), f"{p.name} has no module docstring"
