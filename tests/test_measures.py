@@ -46,14 +46,14 @@ def test_gaussian_sampling_moments_singular(gen):
     assert float(((x - mu.mean) @ null).abs().max()) < 1e-10
 
 
-def test_gaussian_tilt_is_gaussian_with_shifted_mean(gen):
+def test_gaussian_closed_form_tilt_matches_autograd_of_the_log_mgf(gen):
+    # the closed forms m + C a and C (Lemma 2.1's completed square) against the generic path of the
+    # base class: autograd of log_mgf (gradient and Hessian), which does not use them
     mu = _gaussian(gen)
-    a = torch.tensor([0.4, 0.1, -0.3], dtype=F64)
-    t = mu.tilt(a)
-    torch.testing.assert_close(t.mean, mu.mean + mu.cov @ a)
-    torch.testing.assert_close(t.cov, mu.cov)
-    torch.testing.assert_close(mu.tilted_mean(a), t.mean)
-    torch.testing.assert_close(mu.tilted_covariance(a), mu.cov)
+    a = torch.tensor([[0.4, 0.1, -0.3], [-1.0, 0.5, 0.2]], dtype=F64)
+    torch.testing.assert_close(mu.tilted_mean(a), sl.TokenMeasure.tilted_mean(mu, a))
+    torch.testing.assert_close(mu.tilted_covariance(a), sl.TokenMeasure.tilted_covariance(mu, a))
+    torch.testing.assert_close(mu.tilted_mean(a[0]), mu.mean + mu.cov @ a[0])
 
 
 def test_empirical_limit_is_softmax_attention(gen):

@@ -27,14 +27,8 @@ from typing import NamedTuple
 import torch
 
 from . import _fast
-from ._checks import (
-    as_tensor_arg,
-    check_matrix,
-    check_positive_int,
-    check_result_finite,
-    check_same_dtype_device,
-    check_weights,
-)
+from ._checks import (as_tensor_arg, check_matrix, check_positive_int, check_result_finite,
+                      check_same_dtype_device, check_weights)
 
 __all__ = ["tilted_mean", "linear_mean", "softmax_weights", "softmax_attention", "linear_attention",
            "TiltedSums", "TiltedMoments", "tilted_moments"]

@@ -25,16 +25,8 @@ import numpy as np
 import torch
 
 from . import _fast
-from ._checks import (
-    as_tensor_arg,
-    check_choice,
-    check_generator,
-    check_matrix,
-    check_positive_int,
-    check_real,
-    check_same_dtype_device,
-    check_sigma,
-)
+from ._checks import (as_tensor_arg, check_choice, check_generator, check_matrix, check_positive_int,
+                      check_real, check_same_dtype_device, check_sigma)
 from .attention import TiltedSums, linear_mean, tilted_mean
 
 __all__ = [

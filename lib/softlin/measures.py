@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from ._checks import (as_tensor_arg, check_generator, check_matrix, check_measure, check_positive_int,
-                      check_psd, check_real, check_same_dtype_device, check_same_leading, check_weights,
+                      check_psd, check_real, check_same_dtype_device, check_weights,
                       psd_tolerance)
 
 __all__ = ["TokenMeasure", "GaussianMeasure", "EmpiricalMeasure", "RademacherMeasure", "UniformMeasure",
@@ -151,7 +151,7 @@ class GaussianMeasure(TokenMeasure):
     Notes
     -----
     ``log_mgf(a) = a^T m + a^T cov a / 2``; the tilted measure ``mu^(a)`` is ``N(m + cov a, cov)``
-    (the completed square in the proof of Lemma 2.1), available as :meth:`tilt`.
+    (the completed square in the proof of Lemma 2.1).
     """
 
     def __init__(self, mean, cov):
@@ -186,13 +186,6 @@ class GaussianMeasure(TokenMeasure):
         """``cov`` for every ``a`` (the tilt only moves a Gaussian), ``a``: (..., D) -> (..., D, D)."""
         a = self._check_a(a)
         return self.cov.expand(*a.shape, self.dim)
-
-    def tilt(self, a) -> "GaussianMeasure":
-        """The tilted measure ``mu^(a) = N(mean + cov a, cov)`` for one direction ``a`` of shape (D,)."""
-        a = self._check_a(a)
-        if a.dim() != 1:
-            raise ValueError(f"a must have shape (D,) = ({self.dim},), got {tuple(a.shape)}")
-        return GaussianMeasure(self.mean + self.cov @ a, self.cov)
 
     def __repr__(self):
         return f"GaussianMeasure(dim={self.dim}, rank={int(torch.linalg.matrix_rank(self.cov))})"
@@ -460,23 +453,17 @@ def gaussian_attention_limit(queries, U, V, mean, cov):
     TypeError, ValueError
         If shapes disagree, or cov is not symmetric PSD (the message names the argument).
     """
-    queries, U, V, mean, cov = _check_gaussian_limit_args(queries, U, V, mean, cov)
-    tilted = mean.unsqueeze(-2) + queries @ U.mT @ cov.mT  # (..., Q, D): m + Gamma U z
-    return tilted @ V.mT
-
-
-def _check_gaussian_limit_args(queries, U, V, mean, cov):
     queries, U, V = _check_limit_args(queries, U, V, min_dim=2)
     mean, cov = as_tensor_arg("mean", mean, min_dim=1), as_tensor_arg("cov", cov, min_dim=2)
     D, lead = queries.shape[-1], tuple(queries.shape[:-2])
-    if mean.shape[-1] != D or mean.dim() != len(lead) + 1:
+    if tuple(mean.shape) != lead + (D,):
         raise ValueError(f"mean must have shape {lead + (D,)} to match queries, got {tuple(mean.shape)}")
-    check_same_leading("mean", mean, lead, "queries")
     if tuple(cov.shape) != lead + (D, D):
         raise ValueError(f"cov must have shape {lead + (D, D)} to match queries, got {tuple(cov.shape)}")
     check_same_dtype_device({"queries": queries, "mean": mean, "cov": cov})
     check_psd("cov", cov)
-    return queries, U, V, mean, cov
+    tilted = mean.unsqueeze(-2) + queries @ U.mT @ cov.mT  # (..., Q, D): m + Gamma U z
+    return tilted @ V.mT
 
 
 def gauss_hermite_rule(mean, cov, n_nodes: int):
