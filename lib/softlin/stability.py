@@ -31,8 +31,7 @@ KINDS = ("softmax", "linear")
 SCORES_PER_BATCH = 2**22  # (prompt, token, matrix) scores held at once when prompts are drawn
 
 
-def _check_A(A, d):
-    """A (d, d) or a batch (K, d, d) of matrices sharing the prompts."""
+def _check_A(A, d):  # A (d, d), or a batch (K, d, d) of matrices on the same prompts
     A = as_tensor_arg("A", A)
     check_matrix("A[k]", A[0], d, d) if A.dim() == 3 and len(A) else check_matrix("A", A, d, d)
     return A
@@ -52,15 +51,9 @@ def gap_terms(A, x, x_query, Sigma, *, kind="softmax"):
     mean tilted towards ``A x_q`` (``kind="linear"``: the linear-attention mean). Their means over prompts
     give ``R_L(A, b) - R_inf(A, b)`` for every ``b`` (Corollary D.3 bounds its supremum). Differentiable.
 
-    Parameters
-    ----------
-    A : Tensor (d, d), or (K, d, d) for K matrices on the same prompts (K more tilt directions)
-    x, x_query : Tensors (n, L, d) and (n, d), the prompts' inputs and queries
-    Sigma : Tensor (d, d) positive definite, the input covariance; kind : "softmax" or "linear"
-
-    Returns
-    -------
-    (u, v) : Tensors (n,), or (n, K) for batched ``A``. TypeError or ValueError on non-tensors,
+    ``A`` (d, d), or (K, d, d) for K matrices on the same prompts (K more tilt directions); ``x`` (n, L, d)
+    and ``x_query`` (n, d) the prompts' inputs and queries; ``Sigma`` (d, d) positive definite. Returns
+    ``(u, v)``, Tensors (n,), or (n, K) for batched ``A``. TypeError or ValueError on non-tensors,
     mismatched shapes, dtypes or devices, a bad ``Sigma`` or ``kind``.
     """
     check_choice("kind", kind, KINDS)
@@ -208,7 +201,7 @@ def infinite_risk_hessian(A, b, Sigma):
         raise ValueError(f"A must have shape (..., {d}, {d}) and b the shape (...) of its leading "
                          f"dimensions, got {tuple(A.shape)} and {tuple(b.shape)}")
     check_same_dtype_device({"A": A, "b": b, "Sigma": Sigma})
-    S2, p, lead = Sigma @ Sigma, d * d + 1, A.shape[:-2]
+    S2, p, lead = Sigma @ Sigma, d * d + 1, A.shape[:-2]  # H is (..., p, p)
     H = torch.empty(*lead, p, p, dtype=A.dtype, device=A.device)
     H[..., :-1, :-1] = (b * b)[..., None, None] * torch.kron(S2, Sigma)
     mixed = (2 * b[..., None, None] * (S2 @ A @ Sigma) - S2).reshape(*lead, d * d)
@@ -252,8 +245,8 @@ def trajectory_distance(traj_a, traj_b):
     for name, tr in (("traj_a", traj_a), ("traj_b", traj_b)):
         if not isinstance(tr, icl.Trajectory):
             raise TypeError(f"{name} must be a softlin.icl.Trajectory, got {type(tr).__name__}")
-    if traj_a.t.shape != traj_b.t.shape or not torch.allclose(traj_a.t.double(), traj_b.t.double(),
-                                                              rtol=0, atol=1e-9):
+    ta, tb = traj_a.t.double(), traj_b.t.double()
+    if ta.shape != tb.shape or not torch.allclose(ta, tb, rtol=0, atol=1e-9):
         raise ValueError("traj_a and traj_b must be recorded at the same times t")
     dA, db = traj_a.A.double() - traj_b.A.double(), traj_a.b.double() - traj_b.b.double()
     return torch.sqrt((dA**2).sum((-1, -2)) + db**2)
