@@ -156,7 +156,8 @@ def test_draw_uses_the_generator_and_the_dtype():
     two = st.EmpiricalRisk.draw(SIGMA, 10, 20, generator=torch.Generator().manual_seed(5))
     assert torch.equal(one.x, two.x) and torch.equal(one.x_query, two.x_query)
     assert one.x.shape == (20, 10, 2) and one.x_query.shape == (20, 2) and one.L == 10
-    f32 = st.EmpiricalRisk.draw(SIGMA, 10, 20, generator=torch.Generator().manual_seed(5), dtype=torch.float32)
+    f32 = st.EmpiricalRisk.draw(SIGMA, 10, 20, generator=torch.Generator().manual_seed(5),
+                                dtype=torch.float32)
     assert f32.x.dtype == torch.float32 and isinstance(f32.value(*_start()), float)
     # the inputs are N(0, Sigma): empirical covariance of 200,000 draws within 4 standard errors
     big = st.EmpiricalRisk.draw(SIGMA, 1000, 200, generator=torch.Generator().manual_seed(6)).x.reshape(-1, 2)
@@ -184,8 +185,10 @@ def test_linear_flow_conserves_balance_softmax_does_not():
     for kind in ("linear", "softmax"):
         risk = st.EmpiricalRisk.draw(SIGMA, 10, 300, kind=kind, generator=torch.Generator().manual_seed(1))
         inv[kind] = float(risk.flow(A0, b0, t, rtol=1e-9, atol=1e-11).invariant().abs().max())
-    assert inv["linear"] < 1e-6  # solver tolerance 1e-9 relative over t = 20
-    assert inv["softmax"] > 1e3 * inv["linear"]
+    assert inv["linear"] < 1e-6  # solver tolerance 1e-9 relative over t = 20 (measured 2.6e-10)
+    # the softmax flow leaves the balanced manifold by O(1) (measured 2.95 on this sample); 0.1 is
+    # 1e5 times the linear flow's solver bound above, so the two cannot be confused
+    assert inv["softmax"] > 0.1
 
 
 def test_long_prompts_shadow_the_infinite_flow_and_a_wrong_limit_is_detected():
@@ -198,8 +201,11 @@ def test_long_prompts_shadow_the_infinite_flow_and_a_wrong_limit_is_detected():
         risk = st.EmpiricalRisk.draw(SIGMA, L, 500, generator=torch.Generator().manual_seed(L),
                                      dtype=torch.float32)
         tr = risk.flow(A0, b0, t, rtol=1e-5, atol=1e-7)
-        dist[L] = (float(st.trajectory_distance(tr, right).max()), float(st.trajectory_distance(tr, wrong).max()))
-    assert dist[10][0] > 10 * dist[1000][0]  # a long prompt shadows the right limit (0.9 against 0.02 here)
+        dist[L] = tuple(float(st.trajectory_distance(tr, ref).max()) for ref in (right, wrong))
+    # fixed samples, so these are specifications on measured values, not statistical tests: the largest
+    # distance is 0.80 at L = 10 and 0.017 at L = 1000 (a factor 46), and the wrong limit (Sigma 20 % too
+    # large) is 0.157 away at L = 1000 (a factor 9); the factors asserted leave room for other platforms
+    assert dist[10][0] > 10 * dist[1000][0]  # a long prompt shadows the right limit
     assert dist[1000][1] > 5 * dist[1000][0]  # and not the wrong one
 
 
@@ -263,11 +269,11 @@ def test_gronwall_envelope_bounds_the_comparison_ode():
     sol = solve_ivp(lambda s, y: [1 + math.sin(s) + (math.cos(s) - 0.3) * y[0]], (0, 6), [0.0], t_eval=t,
                     rtol=1e-10, atol=1e-12)
     env = st.gronwall_envelope(t, g, r)
-    assert np.all(env >= sol.y[0] - 1e-9)
+    assert np.all(env >= sol.y[0] - 1e-9)  # solver tolerance 1e-10 relative on values of order 10
     assert env[-1] < 1.5 * sol.y[0][-1]  # and not wildly above it on a fine grid
     # a contracting rate keeps the envelope bounded: E -> g / |r|
     flat = st.gronwall_envelope(np.linspace(0.0, 50.0, 501), 2.0, -0.5)
-    assert abs(flat[-1] - 4.0) < 1e-6
+    assert abs(flat[-1] - 4.0) < 1e-6  # 4 (1 - e^{-25}) plus rounding: within 1e-10 of 4
     assert np.isinf(st.gronwall_envelope([0.0, 1e3], 1.0, 10.0)[-1])  # beyond float64: infinite, no error
 
 

@@ -1,18 +1,12 @@
-"""Stability along the training trajectory (paper Section 4, Appendix D) on the reduced regression model
-of Section 5: ``theta = (A, b)``, ``U = diag(A, 0)``, ``V = b e_D e_D^T``, noiseless labels, task prior
-``N(0, I)``, inputs ``x_i, x_q ~ N(0, Sigma)``.
-
-With the task integrated out, a prompt contributes ``c_L = 1/2 ||b m - x_q||^2`` to ``R_L``, where ``m`` is
-the mean of its inputs tilted towards ``A x_q`` (:func:`softlin.attention.tilted_mean`), and on the same
-query ``c_inf = 1/2 ||b Sigma A x_q - x_q||^2`` has mean ``R_inf`` (Lemma 2.1). The control variate
-``c_L - c_inf = b^2 u - b v`` (:func:`gap_terms`) has lost the query's own fluctuation, so its mean
-estimates the risk gap ``R_L - R_inf`` far more precisely than ``R_L`` alone (:func:`risk_gap`). The
-finite-prompt flow (:class:`EmpiricalRisk`) descends ``R_inf + gap`` on a fixed sample of prompts;
-:func:`infinite_risk_hessian` and :func:`gronwall_envelope` give the constants and the bound of Lemma D.1.
+"""Stability along the training trajectory (Section 4, Appendix D) on the reduced regression model of
+Section 5: ``theta = (A, b)``, ``U = diag(A, 0)``, ``V = b e_D e_D^T``, noiseless labels, task ``N(0, I)``,
+inputs ``x_i, x_q ~ N(0, Sigma)``. With the task integrated out a prompt contributes ``c_L = 1/2 ||b m -
+x_q||^2`` to ``R_L``, ``m`` the mean of its inputs tilted towards ``A x_q`` (softlin.attention), and on the
+same query ``c_inf = 1/2 ||b Sigma A x_q - x_q||^2`` has mean ``R_inf`` (Lemma 2.1): the control variate
+``c_L - c_inf = b^2 u - b v`` (:func:`gap_terms`, :func:`risk_gap`) has lost the query's own fluctuation.
 """
 
 from __future__ import annotations
-
 
 import numpy as np
 import torch
@@ -47,9 +41,8 @@ def _inputs(Sigma, L, n_prompts, generator, dtype, max_tokens):
 def gap_terms(A, x, x_query, Sigma, *, kind="softmax"):
     """Per-prompt terms ``(u, v)`` of the risk gap: ``c_L - c_inf = b^2 u - b v`` (module docstring).
 
-    ``u = 1/2 (||m||^2 - ||Sigma A x_q||^2)`` and ``v = (m - Sigma A x_q) . x_q``, with ``m`` the inputs'
-    mean tilted towards ``A x_q`` (``kind="linear"``: the linear-attention mean). Their means over prompts
-    give ``R_L(A, b) - R_inf(A, b)`` for every ``b`` (Corollary D.3 bounds its supremum). Differentiable.
+    ``u = 1/2 (||m||^2 - ||Sigma A x_q||^2)``, ``v = (m - Sigma A x_q) . x_q``, ``m`` the inputs' mean tilted
+    towards ``A x_q`` (``kind="linear"``: the linear-attention mean); differentiable.
 
     ``A`` (d, d), or (K, d, d) for K matrices on the same prompts (K more tilt directions); ``x`` (n, L, d)
     and ``x_query`` (n, d) the prompts' inputs and queries; ``Sigma`` (d, d) positive definite. Returns
@@ -102,13 +95,11 @@ def risk_gap(A, b, Sigma, L, *, n_prompts, generator, kind="softmax", dtype=None
 
 
 class EmpiricalRisk:
-    """The finite-prompt risk on one fixed sample of prompts, ``R_hat_L = R_inf + gap``, and its flow.
+    """The finite-prompt risk ``R_hat_L = R_inf + gap`` on one fixed sample of prompts, and its flow.
 
-    ``gap(A, b) = mean_i (b^2 u_i - b v_i)`` (:func:`gap_terms`) is an unbiased estimate of ``R_L - R_inf``
-    on the sample ``x`` (n, L, d), ``x_query`` (n, d) (n >= 2; they set the dtype), or on ``n_prompts``
-    prompts from :meth:`draw`. Gradient flow on ``R_hat_L`` (:meth:`flow`) is full-batch training in
-    continuous time: the paper's ``theta_L(t)`` up to the sampling error of the sample. Gradients by
-    autograd through the attention engine. ``Sigma`` (d, d) positive definite; ``kind`` as gap_terms.
+    ``gap = mean_i (b^2 u_i - b v_i)`` (:func:`gap_terms`) on ``x`` (n, L, d), ``x_query`` (n, d) (n >= 2;
+    they set the dtype) or on prompts from :meth:`draw`. Its gradient flow (:meth:`flow`, gradients by
+    autograd through the attention engine) is full-batch training in continuous time, ``theta_L(t)``.
     """
 
     def __init__(self, Sigma, x, x_query, *, kind="softmax"):
@@ -213,13 +204,10 @@ def infinite_risk_hessian(A, b, Sigma):
 def gronwall_envelope(t, g, rate):
     """Solution ``E`` of ``E' = g(t) + rate(t) E``, ``E(0) = 0``, coefficients constant on each interval.
 
-    If ``||e||' <= g + rate ||e||`` with ``e(0) = 0`` (the inequality in the proof of Lemma D.1), then
-    ``||e(t)|| <= E(t)``. On ``[t_k, t_{k+1}]`` each coefficient is the larger of its two end values and the
-    constant-coefficient solution ``E_{k+1} = E_k e^{r h} + g (e^{r h} - 1) / r`` is used. With constant
-    ``g`` and ``rate = beta`` this is ``g (e^{beta t} - 1) / beta <= g t e^{beta t}``, Lemma D.1's bound.
-
-    ``t``: increasing 1-D array; ``g`` (>= 0) and ``rate`` (any sign): floats or arrays like ``t``.
-    Returns a NumPy array like ``t``.
+    If ``||e||' <= g + rate ||e||`` and ``e(0) = 0`` (proof of Lemma D.1), ``||e(t)|| <= E(t)``. On each
+    ``[t_k, t_{k+1}]`` a coefficient is the larger of its end values and ``E_{k+1} = E_k e^{r h} + g (e^{r h}
+    - 1) / r``; constant ``g``, ``rate = beta`` give ``g (e^{beta t} - 1) / beta <= g t e^{beta t}``.
+    ``t`` increasing 1-D; ``g >= 0`` and ``rate``: floats or arrays like ``t``. Returns an array like ``t``.
     """
     t = np.asarray(t, dtype=np.float64)
     if t.ndim != 1 or t.size == 0 or np.any(np.diff(t) <= 0):
@@ -238,10 +226,8 @@ def gronwall_envelope(t, g, rate):
 
 
 def trajectory_distance(traj_a, traj_b):
-    """``||theta_a(t) - theta_b(t)||`` with ``||theta||^2 = ||A||_F^2 + b^2`` at the common times (n,).
-
-    Raises TypeError if an argument is not a softlin.icl.Trajectory, ValueError if the times differ.
-    """
+    """``||theta_a(t) - theta_b(t)||`` (``||theta||^2 = ||A||_F^2 + b^2``) at the common times of two
+    softlin.icl.Trajectory (TypeError otherwise; ValueError if the times differ): a Tensor (n,)."""
     for name, tr in (("traj_a", traj_a), ("traj_b", traj_b)):
         if not isinstance(tr, icl.Trajectory):
             raise TypeError(f"{name} must be a softlin.icl.Trajectory, got {type(tr).__name__}")
