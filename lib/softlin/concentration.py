@@ -29,8 +29,6 @@ from ._checks import (as_tensor_arg, check_choice, check_generator, check_matrix
                       check_positive_int, check_psd, check_same_dtype_device)
 from .attention import TiltedSums
 from .measures import gauss_hermite_rule, gaussian_range_factor
-from .montecarlo import MonteCarloEstimate, mean_and_stderr
-from .montecarlo import fit_power_law as fit_power_law  # noqa: F401  (ch. 4, 6 on main; to delete)
 
 __all__ = ["PromptErrors", "sample_errors", "fixed_query_mse_expansion", "delta_method_expansion",
            "query_averaged_expansion", "ess_ratio_expansion", "heuristic_rate_exponent"]
@@ -277,17 +275,3 @@ def heuristic_rate_exponent(u):
     """
     u = np.asarray(u, dtype=float)
     return np.where(u**2 < 0.5, -1.0, -1.0 / (2 * np.maximum(u, 1e-300) ** 2))
-
-
-def error_curve(measure, queries, U, V, L_values, n_prompts, *, generator, jacobians=True):
-    """Query-averaged errors for each L, ``n_prompts`` an int or one count per L (kept for chapter 6
-    on main; to delete after merge)."""
-    counts = [n_prompts] * len(L_values) if isinstance(n_prompts, int) else list(n_prompts)
-    rows = [sample_errors(measure, queries, U, V, int(L), n, generator=generator, jacobians=jacobians)
-            for L, n in zip(L_values, counts)]
-    out = {"L": np.asarray(L_values)}
-    for k in ("output", "ess") + (("grad_V", "grad_U") if jacobians else ()):
-        est = [mean_and_stderr(getattr(r, k).mean(-1)) for r in rows]
-        out[k] = MonteCarloEstimate(*(np.array([getattr(e, f) for e in est]) for f in ("mean", "stderr")),
-                                    np.asarray(counts))
-    return out

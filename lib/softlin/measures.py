@@ -107,24 +107,12 @@ def _range_eigh(cov):
 
 
 def gaussian_range_factor(cov) -> torch.Tensor:
-    """A factor ``B`` of shape ``(D, r)`` with ``B B^T = cov`` and ``r = rank(cov)``.
+    """A factor ``B`` (D, r) with ``B B^T = cov`` (D, D, symmetric PSD) and ``r = rank(cov)`` (0 if zero).
 
-    A Gaussian ``N(m, cov)`` is the law of ``m + B G`` with ``G ~ N(0, I_r)``: this is how the proof of
-    Lemma 2.1 (and :func:`gauss_hermite_rule`) handles a singular covariance, by working on its range.
-
-    Parameters
-    ----------
-    cov : Tensor, shape (D, D), symmetric positive semi-definite.
-
-    Returns
-    -------
-    Tensor, shape (D, r); ``r = 0`` when ``cov`` is zero. Eigenvalues within rounding of zero (the
-    tolerance of the PSD check, ``1e3 * eps * max(max|cov|, 1)``) count as zero.
-
-    Raises
-    ------
-    TypeError, ValueError
-        Not a floating tensor, not square, NaN/inf, asymmetric or not PSD.
+    A Gaussian ``N(m, cov)`` is the law of ``m + B G``, ``G ~ N(0, I_r)``: this is how the proof of Lemma
+    2.1 (and :func:`gauss_hermite_rule`) handles a singular covariance, on its range. Eigenvalues within
+    rounding of zero (the PSD check's ``1e3 * eps * max(max|cov|, 1)``) count as zero. TypeError or
+    ValueError if ``cov`` is not a floating tensor, not square, not finite, asymmetric or not PSD.
     """
     cov = as_tensor_arg("cov", cov)
     if cov.dim() != 2:
