@@ -26,6 +26,7 @@ import jupytext
 import pytest
 
 from build_book import notebook_chapters
+from exercise_checks import SOLUTION
 
 ROOT = Path(__file__).resolve().parents[1]
 # Chapters are the numbered notebooks; appendix notebooks (e.g. book/performance.md) are not courses.
@@ -137,7 +138,10 @@ def exercise_problems(md: Path) -> list[str]:
             problems.append(f"{label}: the key cell of {name} must be tagged remove-cell")
         if not (i < key < check and (solution is None or check < solution)):
             problems.append(f"{label}: the key and check cells must follow the exercise, before its solution")
-        body = cells[solution].source if solution is not None else ""
+        # only this solution's own text (a markdown cell may hold several solutions)
+        found = [m["body"] for m in SOLUTION.finditer(cells[solution].source)
+                 if m["label"] == label] if solution is not None else []
+        body = found[0] if found else ""
         blocks = re.findall(r"^```python\n(.*?)^```", body, re.M | re.S)
         if not blocks or not re.search(r"^(answer\s*=|def answer\()", blocks[-1], re.M):
             problems.append(f"{label}: the solution needs a ```python block that assigns `answer`")
