@@ -2,14 +2,17 @@
 """Create a new chapter skeleton ``book/NN_name.md`` (jupytext MyST) and its paired ``.ipynb``.
 
     python tools/new_chapter.py 07_my_topic "My topic"     # no number: the toc numbers chapters
+    python tools/new_chapter.py --refresh-setup           # rewrite every chapter's setup cell (a fork)
 
 The skeleton holds the Colab setup cell (its install URL is the repository URL of ``_config.yml``),
 the ``parameters`` cell (mode, device, seed) and the sections every chapter has. Add the chapter to
-``_toc.yml`` yourself.
+``_toc.yml`` yourself. ``--refresh-setup`` rewrites the setup cell of every page of ``book/`` that has
+one from the template (after ``repository.url`` changed, e.g. in a fork) and re-pairs the notebooks.
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -133,8 +136,26 @@ def skeleton(title: str) -> str:
     )
 
 
+def refresh_setup() -> list[Path]:
+    """Replace the setup cell of every page of book/ that has one by :func:`setup_cell`; return them."""
+    pattern = re.compile(r"```\{code-cell\} ipython3\n:tags: \[remove-cell\]\n\n# Setup for Colab.*?\n```\n", re.S)
+    changed = []
+    for md in sorted((ROOT / "book").glob("*.md")):
+        text = md.read_text()
+        new = pattern.sub(lambda _m: setup_cell(), text, count=1)
+        if new != text:
+            md.write_text(new)
+            subprocess.check_call([sys.executable, "-m", "jupytext", "--sync", "-q", str(md)])
+            changed.append(md)
+    return changed
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--refresh-setup"]:
+        changed = refresh_setup()
+        print(f"setup cell rewritten in {len(changed)} page(s): " + ", ".join(p.name for p in changed))
+        return 0
     if len(argv) != 2:
         print(__doc__)
         return 2

@@ -383,9 +383,11 @@ class Trajectory:
 
 
 def balanced_initialisation(d, alpha, *, rank=None, generator=None, dtype=torch.float64, device=None):
-    """Balanced start of Eq. (9): ``A(0) = alpha Theta Theta^T`` with unit Frobenius norm, ``b(0) = alpha``.
+    """Balanced start of Eq. (9): ``A(0) = alpha Theta Theta^T / ||Theta Theta^T||_F``, ``b(0) = alpha``.
 
-    ``Theta`` is a standard Gaussian (d, rank) matrix (rank 1..d, default d). Returns (A0 (d, d), b0).
+    ``Theta`` is a standard Gaussian (d, rank) matrix (rank 1..d, default d), so ``||A(0)||_F = b(0) =
+    alpha``. Returns (A0 (d, d) Tensor, b0 0-d Tensor). TypeError or ValueError for a bad ``d``, ``alpha``
+    (not positive), ``rank`` (not in 1..d) or ``generator``.
     """
     check_positive_int("d", d)
     alpha = check_real("alpha", alpha, positive=True)
