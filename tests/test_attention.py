@@ -218,8 +218,8 @@ def test_overflowing_scores_raise_instead_of_returning_inf():
 
 
 # ---------------------------------------------------------------------- fast paths equal the plain ones
-# The default call streams long prompts in cache-sized chunks into reusable buffers (no gradients) or
-# fresh tensors (autograd, torch.func). Each fast
+# The default call streams long prompts in cache-sized chunks, with one shift (no gradients) or a shift
+# per chunk (autograd, torch.func, or where one shift would overflow). Each fast
 # path must give the plain result: values and gradients, with and without weights and batch dimensions.
 
 
@@ -311,8 +311,8 @@ def test_streaming_gradients_equal_naive_autograd(dtype, chunk_size):
 
 
 def test_streaming_works_under_torch_func_transforms():
-    # torch.func.grad and jacrev wrap the inputs; the streamed loop then allocates instead of writing
-    # into its buffers. (vmap is not supported: the input checks branch on values.)
+    # torch.func.grad and jacrev wrap the inputs; the streamed loop then takes the online pass.
+    # (vmap is not supported: the input checks branch on values.)
     gen = torch.Generator().manual_seed(4)
     tokens, queries, U, V = _problem(gen, L=50, Q=1, D=4, D_out=2)
     ours = torch.func.grad(lambda U_: sl.softmax_attention(tokens, queries, U_, V, chunk_size=8).sum())(U)
@@ -323,11 +323,33 @@ def test_streaming_works_under_torch_func_transforms():
                                rtol=1e-12, atol=1e-13)
 
 
-def test_no_grad_buffers_and_autograd_tensors_give_the_same_values(gen):
-    tokens, queries, U, V = _problem(gen, batch=(2,), L=100, Q=2, D=5)
-    plain = sl.softmax_attention(tokens, queries, U, V, chunk_size=16)
-    tracked = sl.softmax_attention(tokens, queries, U.clone().requires_grad_(True), V, chunk_size=16)
-    torch.testing.assert_close(tracked.detach(), plain, rtol=0, atol=0)  # same operations, same order
+def test_one_shift_and_online_passes_agree(gen):
+    # Without gradients the kernel shifts every chunk by the first chunk's maximum, in base 2; under
+    # autograd each chunk by its own maximum. Same sums, other shifts: float64 rounding of O(1) outputs.
+    tokens, queries, U, V = _problem(gen, batch=(2,), L=100, Q=2, D=5, scale=2.0)
+    w = torch.rand(2, 100, generator=gen, dtype=F64)
+    for weights in (None, w):
+        plain = sl.softmax_attention(tokens, queries, U, V, weights=weights, chunk_size=16)
+        tracked = sl.softmax_attention(tokens, queries, U.clone().requires_grad_(True), V, weights=weights,
+                                       chunk_size=16)
+        torch.testing.assert_close(tracked.detach(), plain, rtol=1e-13, atol=1e-14)
+
+
+def test_one_shift_pass_gives_up_where_it_would_overflow():
+    from softlin._fast import _one_shift_pass
+
+    # The second chunk scores 800 above the first one's maximum (e^800 overflows float64): the one-shift
+    # pass returns None, and the default call still gives the exact point mass of the online pass.
+    tokens = torch.zeros(8, 2, dtype=F64)
+    tokens[5] = torch.tensor([800.0, 1.0], dtype=F64)
+    a = torch.tensor([[1.0, 0.0]], dtype=F64)
+    assert _one_shift_pass(tokens, a, None, 4) is None
+    out = sl.softmax_attention(tokens, a, torch.eye(2, dtype=F64), torch.eye(2, dtype=F64), chunk_size=4)
+    torch.testing.assert_close(out, tokens[5:6], rtol=0, atol=0)
+    weights = torch.ones(8, dtype=F64)
+    weights[:4] = 0.0  # the first chunk carries no weight: no shift to take
+    assert _one_shift_pass(tokens * 0.01, a, weights, 4) is None
+    assert _one_shift_pass(tokens * 0.01, a, None, 4) is not None  # finite and safe: kept
 
 
 # ------------------------------------------------------------- the plain definition and its online form

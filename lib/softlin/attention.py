@@ -161,7 +161,7 @@ def softmax_attention(tokens, queries, U, V, *, weights=None, chunk_size=None):
 
     Notes
     -----
-    Scores are shifted by their maximum before exponentiation, so scores of any finite magnitude (1e4 and
+    Scores are shifted by a maximum score before exponentiation, so scores of any finite magnitude (1e4 and
     beyond) give finite, exact results in float32 and float64. Differentiable (autograd, ``torch.func``)
     in both forms.
     """
