@@ -28,7 +28,7 @@ book: $(STAMP)
 ## The gate: unit and property tests, notebook checks, every chapter executed in fast mode (with every exercise
 ## self-check tried on its solution and on a wrong answer) and in default mode (the published site, built
 ## with -W), the browser checks of that site (tests/test_site.py: explorers move, dark mode, print), every
-## student notebook in a fresh Colab-like venv (tests/test_colab.py). About 10-15 minutes on 2 cores.
+## student notebook in a fresh Colab-like venv (tests/test_colab.py). About 8-9 minutes on 2 cores.
 test: $(STAMP)
 	$(PY) -m pytest
 

@@ -585,7 +585,7 @@ def streaming_figures(L, *, many_queries=64, repeats=5, dtypes=(torch.float64, t
             gain = Q * single[dtype] / t["softmax"]
             figs.append(Figure(f"streaming {_short(dtype)} L={_fmt_L(L)} Q={Q}",
                                f"{t['softmax']:.2f} s, {1e3 * t['softmax'] / Q:.1f} ms per query "
-                               f"({Q * t['read'] / t['softmax']:.2f}x read pass per query); "
+                               f"({t['softmax'] / (Q * t['read']):.2f} read passes per query); "
                                f"{gain:.1f}x faster than {Q} one-query calls",
                                "faster than one call per query", gain > 1,
                                dict(t, gain=gain)))
@@ -666,6 +666,6 @@ def markdown_table(figures):
     rows = ["| figure | measured | goal | result |", "|---|---|---|---|"]
     for f in figures:
         result = "" if f.passed is None else ("met" if f.passed else "**not met**")
-        rows.append(f"| {f.name} | {f.text.replace('|', '/')} | {f.goal or 'information'} | {result} |")
+        rows.append(f"| {f.name} | {f.text.replace('|', chr(92) + '|')} | {f.goal or 'information'} | {result} |")
     return "\n".join(rows)
 

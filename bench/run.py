@@ -2,7 +2,7 @@
 """``make bench``: the performance figures of the issue "performance", one line per figure, each with
 its goal.
 
-    .venv/bin/python bench/run.py             # full sizes (L = 10^7), a few minutes
+    .venv/bin/python bench/run.py             # full sizes (L = 10^7), about a minute
     .venv/bin/python bench/run.py --L 1e6     # a shorter run
     .venv/bin/python bench/run.py --profile   # also print torch-profiler tables of the timed calls
 
