@@ -99,7 +99,7 @@ def _one_shift_pass(tokens, a, weights, c):
     None. In base 2: scores along ``a log2(e)`` and ``exp2``, 3.5-4.6x faster than ``exp`` in torch and
     equal to rounding. The scores go into one reused buffer (fresh memory costs a page
     fault per 4 KiB on first touch)."""
-    lead, L, D, Q = tokens.shape[:-2], tokens.shape[-2], tokens.shape[-1], a.shape[-2]
+    lead, L, Q = tokens.shape[:-2], tokens.shape[-2], a.shape[-2]
     work = torch.empty(*lead, Q, c, dtype=a.dtype, device=a.device)
     a2, shift, n, s = a * math.log2(math.e), None, [], []
     for start in range(0, L, c):
