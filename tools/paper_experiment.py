@@ -121,7 +121,8 @@ def starting_models(settings, device):
 # What the numbers depend on: these definitions, compared without docstrings and comments (so that a
 # result can be matched with the commit that holds exactly this code, see merge).
 TRAINING_CODE = {
-    "lib/softlin/icl.py": ("PromptSampler", "sample_prompts", "FullAttention", "_check_prompts", "sgd_step"),
+    "lib/softlin/icl.py": ("kms_covariance", "PromptSampler", "sample_prompts", "FullAttention", "_check_prompts",
+                           "sgd_step"),
     "lib/softlin/_fast.py": ("fused_sgd_step", "_row_scales"),
     "lib/softlin/attention.py": ("tilted_mean", "linear_mean"),
     "tools/paper_experiment.py": ("test_batches", "bayes_errors", "evaluate", "starting_models", "run"),
@@ -252,9 +253,10 @@ def run(L, settings=None, *, out=ROOT / "_build" / "paper-experiment", device="c
             for w, saved in zip(models[k].parameters(), ck["models"][k]):
                 w.copy_(saved)
         stream.set_state(ck["stream"])
-    if baselines is None:
-        baselines = evaluate(models, settings, L, device, baselines=True)
-        baselines.pop("mse")
+    if baselines is None:  # the data's own baselines (the model-dependent statistics are in "final")
+        start = evaluate(models, settings, L, device, baselines=True)
+        baselines = {k: start[k] for k in ("bayes", "bayes_se", "ridge", "ridge_se")}
+    prov = provenance(device)  # once, before training: the commit and code that run (later edits don't count)
 
     def record(s):
         history["steps"].append(s)
@@ -266,7 +268,7 @@ def run(L, settings=None, *, out=ROOT / "_build" / "paper-experiment", device="c
     def write(complete):
         final = evaluate(models, settings, L, device, baselines=True) if complete else {}
         result = {"L": L, "settings": settings, "complete": complete, "steps_done": step,
-                  "provenance": {**provenance(device), "wall_seconds": round(wall, 1)},
+                  "provenance": {**prov, "wall_seconds": round(wall, 1)},
                   "baselines": _rounded(baselines), "history": _rounded(history), "final": _rounded(final)}
         if complete:
             result["final"]["key_query"] = {k: _rounded(m.key_query().tolist(), 5) for k, m in models.items()}
