@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-
 from softlin import softmax_attention
 from softlin._fast import auto_chunk_size as _auto_chunk_size  # the kernel being measured
 
@@ -206,7 +205,9 @@ def rounding_bound(tokens, queries, U):
     return 2 * zmax * 2 * D * eps * smax + 4 * math.sqrt(c) * eps * zmax
 
 
-def streaming_times(L, *, D=6, Q=1, dtype=torch.float64, repeats=5, naive=True, unchunked=True, threads=1):
+def streaming_times(
+    L, *, D=6, Q=1, dtype=torch.float64, repeats=5, naive=True, unchunked=True, threads=1
+):
     """Times (seconds per call) of the streaming figures for one prompt of ``L`` tokens.
 
     Candidates: ``read`` (:func:`read_pass`), ``flat_read`` (``tokens.sum()``, a reduction over
@@ -283,7 +284,9 @@ for config in json.loads(sys.argv[1]):  # one forked process per measurement: a 
 """
 
 
-def extra_memory_mb(L, *, D=6, Q=1, dtype=torch.float64, which="softmax", chunk_size=None, timeout=600):
+def extra_memory_mb(
+    L, *, D=6, Q=1, dtype=torch.float64, which="softmax", chunk_size=None, timeout=600
+):
     """Peak extra resident memory (MiB) of an attention call, beyond the inputs, in a fresh process.
 
     A fresh Python process (forked once more per measurement, see :func:`extra_memory_table`) builds the
@@ -308,8 +311,9 @@ def extra_memory_mb(L, *, D=6, Q=1, dtype=torch.float64, which="softmax", chunk_
     ------
     RuntimeError if the measurement fails (the message holds its standard error).
     """
-    return extra_memory_table([dict(L=L, D=D, Q=Q, dtype=dtype, which=which, chunk_size=chunk_size)],
-                              timeout=timeout)[0]
+    return extra_memory_table(
+        [dict(L=L, D=D, Q=Q, dtype=dtype, which=which, chunk_size=chunk_size)], timeout=timeout
+    )[0]
 
 
 def extra_memory_table(configs, *, timeout=600):
@@ -326,8 +330,13 @@ def extra_memory_table(configs, *, timeout=600):
         check_positive_int("chunk_size", c["chunk_size"], allow_none=True)
         dtype = str(c["dtype"]).removeprefix("torch.")
         rows.append([c["L"], c["D"], c["Q"], dtype, c["which"], c["chunk_size"]])
-    proc = subprocess.run([sys.executable, "-c", _MEMORY_CHILD, json.dumps(rows)], capture_output=True,
-                          text=True, timeout=timeout, env=_single_thread_env())
+    proc = subprocess.run(
+        [sys.executable, "-c", _MEMORY_CHILD, json.dumps(rows)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=_single_thread_env(),
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"memory measurement failed:\n{proc.stderr[-2000:]}")
     out = [json.loads(line) for line in proc.stdout.strip().splitlines() if line.startswith("{")]
@@ -340,7 +349,9 @@ def _single_thread_env():
     import os
 
     env = dict(os.environ)
-    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", SOFTLIN_BENCH_DIR=str(Path(__file__).parent))
+    env.update(
+        OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", SOFTLIN_BENCH_DIR=str(Path(__file__).parent)
+    )
     return env
 
 
@@ -411,7 +422,9 @@ class ReferenceTraining:
         w = torch.randn(B, d, 1, **kw) * math.sqrt(self.tau2)
         y = (x @ w).squeeze(-1) + math.sqrt(self.noise_var) * torch.randn(B, L + 1, **kw)
         tokens = torch.cat([x[:, :L], y[:, :L, None]], dim=-1)
-        queries = torch.cat([x[:, L:], torch.zeros(B, 1, 1, dtype=x.dtype, device=x.device)], dim=-1)
+        queries = torch.cat(
+            [x[:, L:], torch.zeros(B, 1, 1, dtype=x.dtype, device=x.device)], dim=-1
+        )
         return tokens, queries, y[:, L]
 
     def loss_and_grad(self, tokens, queries, targets):
@@ -420,7 +433,12 @@ class ReferenceTraining:
         loss = self.loss_fn(self.model(tokens, queries), targets)
         loss.backward()
         m = self.model
-        return loss.detach(), (m.q.weight.grad, m.k.weight.grad, m.v.weight.grad, m.o.weight.grad[0])
+        return loss.detach(), (
+            m.q.weight.grad,
+            m.k.weight.grad,
+            m.v.weight.grad,
+            m.o.weight.grad[0],
+        )
 
     def step(self, generator=None):
         """Sample a batch and take one SGD step; returns the batch loss (float)."""
@@ -435,8 +453,19 @@ class ReferenceTraining:
         return loss.item()
 
 
-def training_step_times(*, L=1000, batch_size=128, d=5, starts=STARTS, dtype=torch.float32, steps=10,
-                        repeats=5, lr=1e-3, threads=1, seed=0):
+def training_step_times(
+    *,
+    L=1000,
+    batch_size=128,
+    d=5,
+    starts=STARTS,
+    dtype=torch.float32,
+    steps=10,
+    repeats=5,
+    lr=1e-3,
+    threads=1,
+    seed=0,
+):
     """Seconds per SGD step, fresh batch included, of the experiment's training (``softlin.icl``).
 
     Candidates: ``sampling`` (``PromptSampler.sample`` alone: the floor of any step on fresh data);
@@ -449,22 +478,32 @@ def training_step_times(*, L=1000, batch_size=128, d=5, starts=STARTS, dtype=tor
 
     Returns a dict name -> seconds per step.
     """
-    import softlin.icl as icl
+    from softlin import icl
 
     Sigma = icl.kms_covariance(d, 0.5, dtype=dtype)
     tau2, noise_var = 1.0 / d, 0.1
     gen = torch.Generator().manual_seed(seed)
 
     def pair(S):
-        soft = icl.FullAttention.initialise(d, generator=torch.Generator().manual_seed(seed), dtype=dtype,
-                                            starts=S)
+        soft = icl.FullAttention.initialise(
+            d, generator=torch.Generator().manual_seed(seed), dtype=dtype, starts=S
+        )
         return [soft, soft.clone(kind="linear")]
 
     one, many, plain = pair(1), pair(starts), pair(1)
-    single = [icl.FullAttention.initialise(d, generator=torch.Generator().manual_seed(seed), dtype=dtype)]
+    single = [
+        icl.FullAttention.initialise(d, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+    ]
     sampler = icl.PromptSampler(Sigma, L, batch_size, tau2=tau2, noise_var=noise_var)
-    reference = ReferenceTraining(ReferenceAttention.from_full_attention(single[0]), Sigma, L, batch_size,
-                                  lr=lr, tau2=tau2, noise_var=noise_var)
+    reference = ReferenceTraining(
+        ReferenceAttention.from_full_attention(single[0]),
+        Sigma,
+        L,
+        batch_size,
+        lr=lr,
+        tau2=tau2,
+        noise_var=noise_var,
+    )
     fixed = icl.sample_prompts(Sigma, L, batch_size, tau2=tau2, noise_var=noise_var, generator=gen)
     fixed_ref = reference.sample(gen)
     tiny = 1e-12  # steps on one fixed batch: keep the weights (almost) where they are
@@ -505,8 +544,7 @@ def flow_time(*, tol=1e-8, d=5, rho=0.5, alpha=0.3, seed=0, t_max=100.0, repeats
     RuntimeError if the flow does not come within ``tol`` before ``t_max``.
     """
     import numpy as np
-
-    import softlin.icl as icl
+    from softlin import icl
 
     Sigma = icl.kms_covariance(d, rho)
     A_star, b_star = icl.bayes_optimal_parameters(Sigma)
@@ -515,8 +553,10 @@ def flow_time(*, tol=1e-8, d=5, rho=0.5, alpha=0.3, seed=0, t_max=100.0, repeats
     dist = icl.infinite_prompt_flow(A0, b0, Sigma, grid).distance_to(A_star, b_star).numpy()
     hits = np.nonzero(dist <= tol)[0]
     if hits.size == 0:
-        raise RuntimeError(f"the flow did not come within {tol:g} of theta* by t = {t_max:g} "
-                           f"(closest {dist.min():.2e})")
+        raise RuntimeError(
+            f"the flow did not come within {tol:g} of theta* by t = {t_max:g} "
+            f"(closest {dist.min():.2e})"
+        )
     T = float(grid[hits[0]])
     best, traj = math.inf, None
     for _ in range(repeats):
@@ -539,8 +579,9 @@ def _short(dtype):
     return {torch.float64: "f64", torch.float32: "f32"}.get(dtype, str(dtype))
 
 
-def streaming_figures(L, *, many_queries=64, repeats=5, dtypes=(torch.float64, torch.float32),
-                      memory_dtypes=None):
+def streaming_figures(
+    L, *, many_queries=64, repeats=5, dtypes=(torch.float64, torch.float32), memory_dtypes=None
+):
     """The figures of target 1 for a prompt of ``L`` tokens of dimension 6 (see :func:`streaming_times`
     and :func:`extra_memory_mb`): speed against a read pass (goal ``GOALS["stream_speed"]``, attached
     from ``L = 10^7``, where the goal is set: shorter prompts may sit in the cache), against the
@@ -563,56 +604,104 @@ def streaming_figures(L, *, many_queries=64, repeats=5, dtypes=(torch.float64, t
         t = streaming_times(L, dtype=dtype, repeats=repeats)
         single[dtype] = t["softmax"]
         speed = t["read"] / t["softmax"]
-        text = (f"speed {speed:.2f}x read pass ({1e3 * t['softmax']:.1f} ms vs {1e3 * t['read']:.1f} ms; "
-                f"flat sum at memory speed {1e3 * t['flat_read']:.1f} ms)")
+        text = (
+            f"speed {speed:.2f}x read pass ({1e3 * t['softmax']:.1f} ms vs {1e3 * t['read']:.1f} ms; "
+            f"flat sum at memory speed {1e3 * t['flat_read']:.1f} ms)"
+        )
         if L >= GOAL_L:
             figs.append(Figure(name, text, f">= {goal}x", speed >= goal, dict(t, speed=speed)))
         else:  # the tokens may sit in the cache, where reading them is faster and fixed costs weigh more
             text += f"; the goal >= {goal}x is set at L = 1e7"
             figs.append(Figure(name, text, data=dict(t, speed=speed)))
-        figs.append(Figure(name, f"naive materialised softmax {t['naive'] / t['softmax']:.2f}x slower "
-                                 f"({1e3 * t['naive']:.1f} ms); unchunked pass {1e3 * t['unchunked']:.1f} ms",
-                           "faster than naive", t["naive"] > t["softmax"], t))
-        figs.append(Figure(name, f"max error vs float64 {t['max_abs_error']:.1e} "
-                                 f"(naive {t['naive_error']:.1e})", data=t))
+        figs.append(
+            Figure(
+                name,
+                f"naive materialised softmax {t['naive'] / t['softmax']:.2f}x slower "
+                f"({1e3 * t['naive']:.1f} ms); unchunked pass {1e3 * t['unchunked']:.1f} ms",
+                "faster than naive",
+                t["naive"] > t["softmax"],
+                t,
+            )
+        )
+        figs.append(
+            Figure(
+                name,
+                f"max error vs float64 {t['max_abs_error']:.1e} (naive {t['naive_error']:.1e})",
+                data=t,
+            )
+        )
         if dtype in memory_dtypes:
             figs.append(_memory_figure(name, L, dtype, mem_goal))
     if many_queries:
         Q = many_queries
         for dtype in dtypes:
-            t = streaming_times(L, Q=Q, dtype=dtype, repeats=max(2, repeats // 2), naive=False,
-                                unchunked=False)
+            t = streaming_times(
+                L, Q=Q, dtype=dtype, repeats=max(2, repeats // 2), naive=False, unchunked=False
+            )
             gain = Q * single[dtype] / t["softmax"]
-            figs.append(Figure(f"streaming {_short(dtype)} L={_fmt_L(L)} Q={Q}",
-                               f"{t['softmax']:.2f} s, {1e3 * t['softmax'] / Q:.1f} ms per query "
-                               f"({t['softmax'] / (Q * t['read']):.2f} read passes per query); "
-                               f"{gain:.1f}x faster than {Q} one-query calls",
-                               "faster than one call per query", gain > 1,
-                               dict(t, gain=gain)))
+            figs.append(
+                Figure(
+                    f"streaming {_short(dtype)} L={_fmt_L(L)} Q={Q}",
+                    f"{t['softmax']:.2f} s, {1e3 * t['softmax'] / Q:.1f} ms per query "
+                    f"({t['softmax'] / (Q * t['read']):.2f} read passes per query); "
+                    f"{gain:.1f}x faster than {Q} one-query calls",
+                    "faster than one call per query",
+                    gain > 1,
+                    dict(t, gain=gain),
+                )
+            )
     return figs
 
 
 def _memory_figure(name, L, dtype, goal):
-    chunk = _auto_chunk_size(torch.empty(L, 6, dtype=dtype, device="meta"), 1) or L  # the default chunk
+    chunk = (
+        _auto_chunk_size(torch.empty(L, 6, dtype=dtype, device="meta"), 1) or L
+    )  # the default chunk
     short = min(max(L // 10, 2 * chunk), L)  # a shorter prompt, still streamed in the same chunks
     try:
-        streamed, shorter, unchunked, naive = extra_memory_table([
-            dict(L=L, dtype=dtype), dict(L=short, dtype=dtype, chunk_size=chunk),
-            dict(L=L, dtype=dtype, chunk_size=L), dict(L=L, dtype=dtype, which="naive")])
-    except (OSError, RuntimeError, subprocess.SubprocessError) as exc:  # no /proc (not Linux), no fork, ...
-        return Figure(name, f"extra memory not measured here ({type(exc).__name__}: {str(exc)[-200:]})")
-    mem = {"streamed": streamed["first"], "streamed_repeat": streamed["repeat"], "short_L": short,
-           "streamed_short": shorter["first"], "unchunked": unchunked["first"], "naive": naive["first"],
-           "tokens": streamed["tokens"]}
-    text = (f"extra memory {mem['streamed']:.1f} MB on a first call, {mem['streamed_repeat']:.2f} MB on the "
-            f"next (first call at L={_fmt_L(short)}: {mem['streamed_short']:.1f} MB; unchunked "
-            f"{mem['unchunked']:.0f} MB, naive {mem['naive']:.0f} MB; tokens {mem['tokens']:.0f} MB)")
+        streamed, shorter, unchunked, naive = extra_memory_table(
+            [
+                dict(L=L, dtype=dtype),
+                dict(L=short, dtype=dtype, chunk_size=chunk),
+                dict(L=L, dtype=dtype, chunk_size=L),
+                dict(L=L, dtype=dtype, which="naive"),
+            ]
+        )
+    except (
+        OSError,
+        RuntimeError,
+        subprocess.SubprocessError,
+    ) as exc:  # no /proc (not Linux), no fork, ...
+        return Figure(
+            name, f"extra memory not measured here ({type(exc).__name__}: {str(exc)[-200:]})"
+        )
+    mem = {
+        "streamed": streamed["first"],
+        "streamed_repeat": streamed["repeat"],
+        "short_L": short,
+        "streamed_short": shorter["first"],
+        "unchunked": unchunked["first"],
+        "naive": naive["first"],
+        "tokens": streamed["tokens"],
+    }
+    text = (
+        f"extra memory {mem['streamed']:.1f} MB on a first call, {mem['streamed_repeat']:.2f} MB on the "
+        f"next (first call at L={_fmt_L(short)}: {mem['streamed_short']:.1f} MB; unchunked "
+        f"{mem['unchunked']:.0f} MB, naive {mem['naive']:.0f} MB; tokens {mem['tokens']:.0f} MB)"
+    )
     passed = mem["streamed"] <= goal and mem["streamed"] <= mem["streamed_short"] + 1.0
     return Figure(name, text, f"<= {goal:g} MB and O(chunk)", passed, mem)
 
 
-def training_figures(*, dtypes=(torch.float32, torch.float64), steps=10, repeats=5, L=1000, batch_size=128,
-                     starts=STARTS):
+def training_figures(
+    *,
+    dtypes=(torch.float32, torch.float64),
+    steps=10,
+    repeats=5,
+    L=1000,
+    batch_size=128,
+    starts=STARTS,
+):
     """The figures of target 2 at the experiment's sizes (:func:`training_step_times`): one start against
     the batch-drawing floor (goal ``GOALS["step_vs_floor"]``) and ``starts`` starts in one step against
     one start (goal ``GOALS["starts_vs_one"]``), both in float32 (the experiment's dtype); the fused step
@@ -623,27 +712,46 @@ def training_figures(*, dtypes=(torch.float32, torch.float64), steps=10, repeats
     """
     figs, step = [], {}
     for dtype in dtypes:
-        t = training_step_times(L=L, batch_size=batch_size, dtype=dtype, steps=steps, repeats=repeats,
-                                starts=starts)
+        t = training_step_times(
+            L=L, batch_size=batch_size, dtype=dtype, steps=steps, repeats=repeats, starts=starts
+        )
         step[dtype] = t["one_start"]
         name = f"training step {_short(dtype)} B={batch_size} L={L} d=5"
         floor, many = t["one_start"] / t["sampling"], t["starts"] / t["one_start"]
         ms = {k: f"{1e3 * v:.2f}" for k, v in t.items()}
         data = dict(t, step_vs_floor=floor, starts_vs_one=many)
         f32 = dtype == torch.float32
-        text = (f"one start (softmax + linear model) {ms['one_start']} ms = {floor:.2f}x drawing the batch "
-                f"alone ({ms['sampling']} ms)")
-        figs.append(Figure(name, text, f"<= {GOALS['step_vs_floor']:g}x", floor <= GOALS["step_vs_floor"],
-                           data) if f32 else Figure(name, text, data=data))
+        text = (
+            f"one start (softmax + linear model) {ms['one_start']} ms = {floor:.2f}x drawing the batch "
+            f"alone ({ms['sampling']} ms)"
+        )
+        figs.append(
+            Figure(
+                name, text, f"<= {GOALS['step_vs_floor']:g}x", floor <= GOALS["step_vs_floor"], data
+            )
+            if f32
+            else Figure(name, text, data=data)
+        )
         text = f"{starts} starts x {{softmax, linear}} in one step {ms['starts']} ms = {many:.2f}x one start"
-        figs.append(Figure(name, text, f"<= {GOALS['starts_vs_one']:g}x", many <= GOALS["starts_vs_one"],
-                           data) if f32 else Figure(name, text, data=data))
-        figs.append(Figure(name, f"fused step {t['plain'] / t['one_start']:.1f}x faster than the readable "
-                                 f"autograd path ({ms['plain']} ms); one softmax model {ms['one_model']} ms "
-                                 f"vs the plain nn.Module loop {ms['reference']} ms "
-                                 f"({t['reference'] / t['one_model']:.1f}x; its own draw "
-                                 f"{ms['reference_sampling']} ms); on a fixed batch one start "
-                                 f"{ms['one_start_fixed']} ms vs {ms['reference_fixed']} ms", data=data))
+        figs.append(
+            Figure(
+                name, text, f"<= {GOALS['starts_vs_one']:g}x", many <= GOALS["starts_vs_one"], data
+            )
+            if f32
+            else Figure(name, text, data=data)
+        )
+        figs.append(
+            Figure(
+                name,
+                f"fused step {t['plain'] / t['one_start']:.1f}x faster than the readable "
+                f"autograd path ({ms['plain']} ms); one softmax model {ms['one_model']} ms "
+                f"vs the plain nn.Module loop {ms['reference']} ms "
+                f"({t['reference'] / t['one_model']:.1f}x; its own draw "
+                f"{ms['reference_sampling']} ms); on a fixed batch one start "
+                f"{ms['one_start_fixed']} ms vs {ms['reference_fixed']} ms",
+                data=data,
+            )
+        )
     return figs, step
 
 
@@ -651,12 +759,16 @@ def flow_figures(step_seconds=None):
     """The figure of target 3 (see :func:`flow_time`), with, for scale, the time the paper's SGD run at
     one prompt length would take (``PAPER_STEPS`` steps at the float32 step time in ``step_seconds``)."""
     f = flow_time()
-    text = f"||theta - theta*|| = {f['distance']:.1e} at flow time {f['T']:g} in {f['seconds']:.3f} s"
+    text = (
+        f"||theta - theta*|| = {f['distance']:.1e} at flow time {f['T']:g} in {f['seconds']:.3f} s"
+    )
     if step_seconds and torch.float32 in step_seconds:
         sgd = PAPER_STEPS * step_seconds[torch.float32]
         step_ms = 1e3 * step_seconds[torch.float32]
-        text += (f" (the paper's SGD of one start at L = 1000: {PAPER_STEPS} steps x {step_ms:.1f} ms = "
-                 f"{sgd / 60:.0f} min)")
+        text += (
+            f" (the paper's SGD of one start at L = 1000: {PAPER_STEPS} steps x {step_ms:.1f} ms = "
+            f"{sgd / 60:.0f} min)"
+        )
     goal = GOALS["flow_seconds"]
     return [Figure("infinite-prompt flow d=5", text, f"< {goal:g} s", f["seconds"] < goal, f)]
 
@@ -666,6 +778,7 @@ def markdown_table(figures):
     rows = ["| figure | measured | goal | result |", "|---|---|---|---|"]
     for f in figures:
         result = "" if f.passed is None else ("met" if f.passed else "**not met**")
-        rows.append(f"| {f.name} | {f.text.replace('|', chr(92) + '|')} | {f.goal or 'information'} | {result} |")
+        rows.append(
+            f"| {f.name} | {f.text.replace('|', chr(92) + '|')} | {f.goal or 'information'} | {result} |"
+        )
     return "\n".join(rows)
-

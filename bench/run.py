@@ -29,12 +29,11 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
-import torch  # noqa: E402
-
-import softlin as sl  # noqa: E402
+import softlin as sl
+import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import benchmarks as bm  # noqa: E402
+import benchmarks as bm
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK_GOALS = {"fast": 120.0, "default": 600.0}  # seconds for all chapters
@@ -43,7 +42,10 @@ BOOK_GOALS = {"fast": 120.0, "default": 600.0}  # seconds for all chapters
 def book_figures():
     """One line per build record: the total papermill time of all chapters, per chapter in brackets."""
     figs = []
-    for path in (ROOT / "_build" / "test-stage" / "status.json", ROOT / "_build" / "stage" / "status.json"):
+    for path in (
+        ROOT / "_build" / "test-stage" / "status.json",
+        ROOT / "_build" / "stage" / "status.json",
+    ):
         if not path.exists():
             where = path.relative_to(ROOT)
             figs.append(bm.Figure(f"book ({path.parent.name})", f"no build record at {where}"))
@@ -56,22 +58,26 @@ def book_figures():
         total = rec.get("wall_seconds") or summed
         failed = [c["chapter"] for c in chapters if c["error"]]
         per = ", ".join(f"{c['chapter']} {c['seconds']:.0f} s" for c in chapters)
-        text = (f"{total:.0f} s wall for {len(chapters)} notebooks, {rec.get('jobs', 1)} at a time "
-                f"(summed {summed:.0f} s: {per})")
+        text = (
+            f"{total:.0f} s wall for {len(chapters)} notebooks, {rec.get('jobs', 1)} at a time "
+            f"(summed {summed:.0f} s: {per})"
+        )
         if failed:
             text += f"; FAILED: {', '.join(failed)}"
         name = f"book {mode} mode ({path.parent.name})"
         goal = BOOK_GOALS.get(mode)
-        figs.append(bm.Figure(name, text) if goal is None
-                    else bm.Figure(name, text, f"< {goal:g} s", total < goal and not failed))
+        figs.append(
+            bm.Figure(name, text)
+            if goal is None
+            else bm.Figure(name, text, f"< {goal:g} s", total < goal and not failed)
+        )
     return figs
 
 
 def profiles(L):
     """torch-profiler tables of one streaming call per dtype and of ten training steps of each loop."""
+    from softlin import icl
     from torch.profiler import ProfilerActivity, profile
-
-    import softlin.icl as icl
 
     def show(title, fn):
         fn()
@@ -82,33 +88,54 @@ def profiles(L):
 
     for dtype in (torch.float64, torch.float32):
         tokens, queries, U, V = bm.attention_problem(L, dtype=dtype)
-        show(f"softmax_attention {dtype} L={L} Q=1, then tokens.sum(0)",
-             lambda: (sl.softmax_attention(tokens, queries, U, V), bm.read_pass(tokens)))
+        show(
+            f"softmax_attention {dtype} L={L} Q=1, then tokens.sum(0)",
+            lambda: (sl.softmax_attention(tokens, queries, U, V), bm.read_pass(tokens)),
+        )
     for dtype in (torch.float32, torch.float64):
         Sigma = icl.kms_covariance(5, 0.5, dtype=dtype)
         gen = torch.Generator().manual_seed(0)
         soft = icl.FullAttention.initialise(5, generator=gen, dtype=dtype, starts=bm.STARTS)
         models = [soft, soft.clone(kind="linear")]
         sampler = icl.PromptSampler(Sigma, 1000, 128, tau2=0.2, noise_var=0.1)
-        ref = bm.ReferenceTraining(bm.ReferenceAttention.from_full_attention(
-            icl.FullAttention(*(w[0] for w in soft.parameters()))), Sigma, 1000, 128, lr=1e-3, tau2=0.2,
-            noise_var=0.1)
-        show(f"softlin: 10 SGD steps of {bm.STARTS} starts x {{softmax, linear}}, {dtype}",
-             lambda: [icl.sgd_step(models, sampler.sample(gen), 1e-3) for _ in range(10)])
-        show(f"reference: 10 SGD steps of one softmax model, {dtype}", lambda: [ref.step(gen) for _ in range(10)])
+        ref = bm.ReferenceTraining(
+            bm.ReferenceAttention.from_full_attention(
+                icl.FullAttention(*(w[0] for w in soft.parameters()))
+            ),
+            Sigma,
+            1000,
+            128,
+            lr=1e-3,
+            tau2=0.2,
+            noise_var=0.1,
+        )
+        show(
+            f"softlin: 10 SGD steps of {bm.STARTS} starts x {{softmax, linear}}, {dtype}",
+            lambda: [icl.sgd_step(models, sampler.sample(gen), 1e-3) for _ in range(10)],
+        )
+        show(
+            f"reference: 10 SGD steps of one softmax model, {dtype}",
+            lambda: [ref.step(gen) for _ in range(10)],
+        )
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--L", type=float, default=1e7, help="prompt length of the streaming figures (1e7)")
-    ap.add_argument("--repeats", type=int, default=5, help="timing rounds per figure (the best is kept)")
+    ap.add_argument(
+        "--L", type=float, default=1e7, help="prompt length of the streaming figures (1e7)"
+    )
+    ap.add_argument(
+        "--repeats", type=int, default=5, help="timing rounds per figure (the best is kept)"
+    )
     ap.add_argument("--profile", action="store_true", help="also print torch-profiler tables")
     args = ap.parse_args(argv)
     L = int(args.L)
     torch.set_num_threads(1)
-    print(f"# softlin {sl.__version__}, torch {torch.__version__}, {platform.machine()}, {os.cpu_count()} "
-          f"cores; CPU time on {torch.get_num_threads()} thread; every ratio measured in this run",
-          flush=True)
+    print(
+        f"# softlin {sl.__version__}, torch {torch.__version__}, {platform.machine()}, {os.cpu_count()} "
+        f"cores; CPU time on {torch.get_num_threads()} thread; every ratio measured in this run",
+        flush=True,
+    )
     figs = []
 
     def emit(new):
@@ -122,8 +149,10 @@ def main(argv=None):
     emit(bm.flow_figures(step_seconds))
     emit(book_figures())
     failed = [f for f in figs if f.passed is False]
-    print(f"# {sum(f.passed is True for f in figs)} goals met, {len(failed)} not met"
-          + ("; bench/README.md explains the limits" if failed else ""))
+    print(
+        f"# {sum(f.passed is True for f in figs)} goals met, {len(failed)} not met"
+        + ("; bench/README.md explains the limits" if failed else "")
+    )
     if args.profile:
         profiles(L)
     return 0

@@ -29,14 +29,20 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 # Where the test builds go; SOFTLIN_TEST_STAGE / SOFTLIN_TEST_FAST_STAGE override them.
 STAGE = Path(os.environ.get("SOFTLIN_TEST_STAGE", ROOT / "_build" / "test-stage")).resolve()
-FAST_STAGE = Path(os.environ.get("SOFTLIN_TEST_FAST_STAGE", ROOT / "_build" / "test-fast")).resolve()
+FAST_STAGE = Path(
+    os.environ.get("SOFTLIN_TEST_FAST_STAGE", ROOT / "_build" / "test-fast")
+).resolve()
 
 
 def run_build(*args: str, stage: Path) -> tuple[int, str, Path, float]:
     """Run tools/build_book.py; return (returncode, combined output, stage, seconds)."""
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "build_book.py"), *args, "--stage", str(stage)],
-                          cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "build_book.py"), *args, "--stage", str(stage)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     return proc.returncode, proc.stdout + proc.stderr, stage, time.perf_counter() - t0
 
 
@@ -63,7 +69,9 @@ def fast_run():
     Returns (returncode, combined output, stage path)."""
     if reuse(FAST_STAGE, "status.json"):
         return 0, "reused", FAST_STAGE
-    rc, log, stage, _ = run_build("--mode", "fast", "-j", "2", "--no-html", "--exercise-checks", stage=FAST_STAGE)
+    rc, log, stage, _ = run_build(
+        "--mode", "fast", "-j", "2", "--no-html", "--exercise-checks", stage=FAST_STAGE
+    )
     return rc, log, stage
 
 
@@ -73,13 +81,18 @@ def make_book(root: Path, chapters: list[str], extra_pages: dict[str, str] | Non
     (root / "book").mkdir(parents=True, exist_ok=True)
     shutil.copy2(ROOT / "_config.yml", root / "_config.yml")
     shutil.copy2(ROOT / "book" / "references.bib", root / "book" / "references.bib")
-    (root / "book" / "intro.md").write_text("# Fixture book\n\nA small book for the tests of the build.\n")
+    (root / "book" / "intro.md").write_text(
+        "# Fixture book\n\nA small book for the tests of the build.\n"
+    )
     for name in chapters:
         shutil.copy2(FIXTURES / name, root / "book" / name)
     for name, text in (extra_pages or {}).items():
         (root / "book" / name).write_text(text)
-    toc = {"format": "jb-book", "root": "book/intro",
-           "chapters": [{"file": "book/" + Path(n).stem} for n in [*chapters, *(extra_pages or {})]]}
+    toc = {
+        "format": "jb-book",
+        "root": "book/intro",
+        "chapters": [{"file": "book/" + Path(n).stem} for n in [*chapters, *(extra_pages or {})]],
+    }
     (root / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
     return root
 
@@ -94,11 +107,18 @@ def chromium_path() -> str:
     if os.geteuid() == 0 and shutil.which("apt-get"):
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
         subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, capture_output=True)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], check=True, env=env, capture_output=True)
+        subprocess.run(
+            ["apt-get", "install", "-y", "-qq", "chromium"],
+            check=True,
+            env=env,
+            capture_output=True,
+        )
         found = shutil.which("chromium")
         if found:
             return found
-    pytest.fail("headless Chromium is needed: install Debian's `chromium` (apt-get install -y chromium)")
+    pytest.fail(
+        "headless Chromium is needed: install Debian's `chromium` (apt-get install -y chromium)"
+    )
 
 
 @pytest.fixture

@@ -6,11 +6,10 @@ from __future__ import annotations
 import math
 
 import pytest
+import softlin as sl
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import softlin as sl
 
 F64 = torch.float64
 
@@ -32,7 +31,9 @@ def _reference(tokens, queries, U, V, weights=None):
     flat_o = out.reshape(-1, *out.shape[-2:])
     for b in range(flat_t.shape[0]):
         for q in range(flat_q.shape[1]):
-            s = torch.stack([flat_t[b, i] @ U.double() @ flat_q[b, q] for i in range(flat_t.shape[1])])
+            s = torch.stack(
+                [flat_t[b, i] @ U.double() @ flat_q[b, q] for i in range(flat_t.shape[1])]
+            )
             w = torch.ones_like(s) if flat_w is None else flat_w[b]
             p = w * torch.exp(s - s.max())
             p = p / p.sum()
@@ -43,10 +44,18 @@ def _reference(tokens, queries, U, V, weights=None):
 def test_softmax_attention_matches_the_definition(gen):
     tokens, queries, U, V = _problem(gen, batch=(2,), L=11)
     w = torch.rand(2, 11, generator=gen, dtype=F64)
-    torch.testing.assert_close(sl.softmax_attention(tokens, queries, U, V), _reference(tokens, queries, U, V),
-                               rtol=1e-12, atol=1e-12)
-    torch.testing.assert_close(sl.softmax_attention(tokens, queries, U, V, weights=w),
-                               _reference(tokens, queries, U, V, w), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(
+        sl.softmax_attention(tokens, queries, U, V),
+        _reference(tokens, queries, U, V),
+        rtol=1e-12,
+        atol=1e-12,
+    )
+    torch.testing.assert_close(
+        sl.softmax_attention(tokens, queries, U, V, weights=w),
+        _reference(tokens, queries, U, V, w),
+        rtol=1e-12,
+        atol=1e-12,
+    )
 
 
 def test_output_shape_with_several_batch_dimensions(gen):
@@ -56,22 +65,32 @@ def test_output_shape_with_several_batch_dimensions(gen):
     assert sl.softmax_weights(tokens, queries, U).shape == (2, 3, 4, 5)
 
 
-@pytest.mark.parametrize("chunk_size", [1, 7, 13, 97, 1000])  # 1, primes that do / do not divide L, L, > L
+@pytest.mark.parametrize(
+    "chunk_size", [1, 7, 13, 97, 1000]
+)  # 1, primes that do / do not divide L, L, > L
 def test_chunked_equals_unchunked(gen, chunk_size):
     tokens, queries, U, V = _problem(gen, batch=(2,), L=91, scale=2.0)
     w = torch.rand(2, 91, generator=gen, dtype=F64)
     w[:, :20] = 0.0  # zero weights at the start: the running max starts at -inf
     for weights in (None, w):
         full = sl.softmax_attention(tokens, queries, U, V, weights=weights)
-        chunked = sl.softmax_attention(tokens, queries, U, V, weights=weights, chunk_size=chunk_size)
-        torch.testing.assert_close(chunked, full, rtol=1e-12, atol=1e-13)  # same sums, reordered: rounding only
+        chunked = sl.softmax_attention(
+            tokens, queries, U, V, weights=weights, chunk_size=chunk_size
+        )
+        torch.testing.assert_close(
+            chunked, full, rtol=1e-12, atol=1e-13
+        )  # same sums, reordered: rounding only
 
 
 def test_chunk_equal_to_L():
     gen = torch.Generator().manual_seed(3)
     tokens, queries, U, V = _problem(gen, L=91)
-    torch.testing.assert_close(sl.softmax_attention(tokens, queries, U, V, chunk_size=91),
-                               sl.softmax_attention(tokens, queries, U, V), rtol=0, atol=0)
+    torch.testing.assert_close(
+        sl.softmax_attention(tokens, queries, U, V, chunk_size=91),
+        sl.softmax_attention(tokens, queries, U, V),
+        rtol=0,
+        atol=0,
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -79,7 +98,9 @@ def test_chunk_equal_to_L():
 def test_huge_scores_are_finite_and_exact(dtype, chunk_size):
     # Scores z_i^T U z of magnitude ~1e4: exp overflows without the max shift. The softmax is then a
     # point mass on the largest score, so the output is exactly V z_argmax.
-    tokens = torch.tensor([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.5], [0.9, 0.1], [0.2, -0.3]], dtype=dtype)
+    tokens = torch.tensor(
+        [[1.0, 0.0], [0.0, 1.0], [-1.0, 0.5], [0.9, 0.1], [0.2, -0.3]], dtype=dtype
+    )
     U = torch.eye(2, dtype=dtype)
     V = torch.tensor([[1.0, 2.0]], dtype=dtype)
     queries = torch.tensor([[1e4, 0.0], [-1e4, 1e4], [0.0, -1e4]], dtype=dtype)
@@ -89,7 +110,9 @@ def test_huge_scores_are_finite_and_exact(dtype, chunk_size):
     torch.testing.assert_close(out, expected, rtol=0, atol=0)
     # Two tokens tied at the top score share the mass equally, still exactly.
     tied = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]], dtype=dtype)
-    out = sl.softmax_attention(tied, torch.tensor([[1e4, 0.0]], dtype=dtype), U, V, chunk_size=chunk_size)
+    out = sl.softmax_attention(
+        tied, torch.tensor([[1e4, 0.0]], dtype=dtype), U, V, chunk_size=chunk_size
+    )
     torch.testing.assert_close(out, (V @ tied[0])[None], rtol=0, atol=0)
 
 
@@ -97,36 +120,50 @@ def test_float32_agrees_with_float64_at_large_scores(gen):
     tokens, queries, U, V = _problem(gen, L=500, scale=50.0)  # scores of order 1e2-1e3
     ref = sl.softmax_attention(tokens, queries, U, V)
     out = sl.softmax_attention(tokens.float(), queries.float(), U.float(), V.float(), chunk_size=64)
-    torch.testing.assert_close(out.double(), ref, rtol=1e-4, atol=1e-4)  # float32 rounding of O(1e3) scores
+    torch.testing.assert_close(
+        out.double(), ref, rtol=1e-4, atol=1e-4
+    )  # float32 rounding of O(1e3) scores
 
 
 @settings(max_examples=40, deadline=None)
-@given(L=st.integers(1, 30), seed=st.integers(0, 2**31 - 1), fn=st.sampled_from(["softmax", "linear"]))
+@given(
+    L=st.integers(1, 30), seed=st.integers(0, 2**31 - 1), fn=st.sampled_from(["softmax", "linear"])
+)
 def test_permutation_invariance(L, seed, fn):
     g = torch.Generator().manual_seed(seed)
     tokens, queries, U, V = _problem(g, L=L, scale=1.0)
     perm = torch.randperm(L, generator=g)
     f = sl.softmax_attention if fn == "softmax" else sl.linear_attention
-    torch.testing.assert_close(f(tokens[perm], queries, U, V), f(tokens, queries, U, V), rtol=1e-11, atol=1e-12)
+    torch.testing.assert_close(
+        f(tokens[perm], queries, U, V), f(tokens, queries, U, V), rtol=1e-11, atol=1e-12
+    )
 
 
 @settings(max_examples=40, deadline=None)
-@given(counts=st.lists(st.integers(0, 4), min_size=1, max_size=12).filter(lambda c: sum(c) > 0),
-       seed=st.integers(0, 2**31 - 1), fn=st.sampled_from(["softmax", "linear"]))
+@given(
+    counts=st.lists(st.integers(0, 4), min_size=1, max_size=12).filter(lambda c: sum(c) > 0),
+    seed=st.integers(0, 2**31 - 1),
+    fn=st.sampled_from(["softmax", "linear"]),
+)
 def test_integer_weights_equal_duplicated_tokens(counts, seed, fn):
     g = torch.Generator().manual_seed(seed)
     tokens, queries, U, V = _problem(g, L=len(counts), scale=1.0)
     w = torch.tensor(counts, dtype=F64)
     duplicated = tokens.repeat_interleave(torch.tensor(counts), dim=0)
     f = sl.softmax_attention if fn == "softmax" else sl.linear_attention
-    torch.testing.assert_close(f(tokens, queries, U, V, weights=w), f(duplicated, queries, U, V),
-                               rtol=1e-11, atol=1e-12)
+    torch.testing.assert_close(
+        f(tokens, queries, U, V, weights=w), f(duplicated, queries, U, V), rtol=1e-11, atol=1e-12
+    )
 
 
 def test_linear_attention_matches_definition(gen):
     tokens, queries, U, V = _problem(gen, L=9)
-    expected = torch.stack([sum((tokens[i] @ U @ q) * (V @ tokens[i]) for i in range(9)) / 9 for q in queries])
-    torch.testing.assert_close(sl.linear_attention(tokens, queries, U, V), expected, rtol=1e-12, atol=1e-12)
+    expected = torch.stack(
+        [sum((tokens[i] @ U @ q) * (V @ tokens[i]) for i in range(9)) / 9 for q in queries]
+    )
+    torch.testing.assert_close(
+        sl.linear_attention(tokens, queries, U, V), expected, rtol=1e-12, atol=1e-12
+    )
 
 
 def test_softmax_weights_sum_to_one_and_match_attention(gen):
@@ -143,8 +180,12 @@ def test_gradients_match_finite_differences(chunk_size):
     w = torch.rand(12, generator=g, dtype=F64) + 0.1
     args = [t.clone().requires_grad_(True) for t in (tokens, queries, U, V, w)]
     assert torch.autograd.gradcheck(
-        lambda t, q, u, v, ww: sl.softmax_attention(t, q, u, v, weights=ww, chunk_size=chunk_size), args)
-    assert torch.autograd.gradcheck(lambda t, q, u, v, ww: sl.linear_attention(t, q, u, v, weights=ww), args)
+        lambda t, q, u, v, ww: sl.softmax_attention(t, q, u, v, weights=ww, chunk_size=chunk_size),
+        args,
+    )
+    assert torch.autograd.gradcheck(
+        lambda t, q, u, v, ww: sl.linear_attention(t, q, u, v, weights=ww), args
+    )
 
 
 # ---------------------------------------------------------------------------------------------- errors
@@ -157,20 +198,48 @@ def _good():
 @pytest.mark.parametrize(
     "mutate, exc, needle",
     [
-        (lambda a: a.update(tokens=a["tokens"].tolist()), TypeError, "tokens must be a torch.Tensor"),
+        (
+            lambda a: a.update(tokens=a["tokens"].tolist()),
+            TypeError,
+            "tokens must be a torch.Tensor",
+        ),
         (lambda a: a.update(U=a["U"].to(torch.int64)), TypeError, "U must be a floating-point"),
-        (lambda a: a.update(queries=a["queries"][:, :2]), ValueError, "queries must have last dimension D = 3"),
+        (
+            lambda a: a.update(queries=a["queries"][:, :2]),
+            ValueError,
+            "queries must have last dimension D = 3",
+        ),
         (lambda a: a.update(U=a["U"][:, :2]), ValueError, "U must be a square matrix"),
         (lambda a: a.update(U=torch.eye(4, dtype=F64)), ValueError, "U must have shape (3, 3)"),
         (lambda a: a.update(V=a["V"][:, :2]), ValueError, "V must have shape (any, 3)"),
         (lambda a: a.update(tokens=a["tokens"][:0]), ValueError, "at least one token"),
-        (lambda a: a.update(weights=-torch.ones(6, dtype=F64)), ValueError, "weights must be non-negative"),
+        (
+            lambda a: a.update(weights=-torch.ones(6, dtype=F64)),
+            ValueError,
+            "weights must be non-negative",
+        ),
         (lambda a: a.update(weights=torch.zeros(6, dtype=F64)), ValueError, "all zero"),
-        (lambda a: a.update(weights=torch.ones(5, dtype=F64)), ValueError, "weights must have shape (6,)"),
-        (lambda a: a["tokens"].__setitem__((0, 0), float("nan")), ValueError, "tokens must be finite, got 1 NaN"),
-        (lambda a: a["queries"].__setitem__((0, 0), float("inf")), ValueError, "queries must be finite"),
+        (
+            lambda a: a.update(weights=torch.ones(5, dtype=F64)),
+            ValueError,
+            "weights must have shape (6,)",
+        ),
+        (
+            lambda a: a["tokens"].__setitem__((0, 0), float("nan")),
+            ValueError,
+            "tokens must be finite, got 1 NaN",
+        ),
+        (
+            lambda a: a["queries"].__setitem__((0, 0), float("inf")),
+            ValueError,
+            "queries must be finite",
+        ),
         (lambda a: a["weights"].__setitem__(0, float("nan")), ValueError, "weights must be finite"),
-        (lambda a: a.update(queries=a["queries"].expand(2, 2, 3)), ValueError, "leading (batch) dimensions"),
+        (
+            lambda a: a.update(queries=a["queries"].expand(2, 2, 3)),
+            ValueError,
+            "leading (batch) dimensions",
+        ),
         (lambda a: a.update(V=a["V"].float()), ValueError, "V has dtype torch.float32"),
     ],
 )
@@ -254,7 +323,7 @@ def test_default_streaming_equals_unchunked_and_naive(dtype, Q, weighted):
     tokens, queries, U, V = _problem(gen, L=L, Q=Q, D=6, D_out=2, dtype=dtype, scale=0.3)
     w = torch.rand(L, generator=gen, dtype=dtype) if weighted else None
     if weighted:
-        w[: 80_000] = 0.0  # the first chunk carries no weight: its maximum is -inf
+        w[:80_000] = 0.0  # the first chunk carries no weight: its maximum is -inf
     out = sl.softmax_attention(tokens, queries, U, V, weights=w)
     full = sl.softmax_attention(tokens, queries, U, V, weights=w, chunk_size=L)
     ref = _naive(*(x.double() for x in (tokens, queries, U, V)), None if w is None else w.double())
@@ -272,10 +341,14 @@ def test_default_streaming_equals_unchunked_and_naive(dtype, Q, weighted):
 @pytest.mark.parametrize("chunk_size", [8, 16, 24, 64])
 def test_float32_streaming_equals_plain_products(chunk_size):
     gen = torch.Generator().manual_seed(5)
-    tokens, queries, U, V = _problem(gen, batch=(2,), L=203, Q=1, D=6, dtype=torch.float32, scale=1.0)
+    tokens, queries, U, V = _problem(
+        gen, batch=(2,), L=203, Q=1, D=6, dtype=torch.float32, scale=1.0
+    )
     out = sl.softmax_attention(tokens, queries, U, V, chunk_size=chunk_size)
     ref = _naive(*(x.double() for x in (tokens, queries, U, V)))
-    torch.testing.assert_close(out.double(), ref, rtol=0, atol=1e-5)  # float32 rounding of O(1) sums
+    torch.testing.assert_close(
+        out.double(), ref, rtol=0, atol=1e-5
+    )  # float32 rounding of O(1) sums
 
 
 def test_float32_streaming_still_reports_a_non_finite_token():
@@ -293,8 +366,9 @@ def test_streaming_gradients_equal_naive_autograd(dtype, chunk_size):
     # Gradients of a scalar function of the output with respect to every input, through the streamed
     # loop (fresh intermediates under autograd), equal those of the naive materialised softmax.
     gen = torch.Generator().manual_seed(9)
-    tokens, queries, U, V = _problem(gen, batch=(2,), L=96, Q=1 if dtype == torch.float32 else 2, D=6,
-                                     dtype=dtype)
+    tokens, queries, U, V = _problem(
+        gen, batch=(2,), L=96, Q=1 if dtype == torch.float32 else 2, D=6, dtype=dtype
+    )
     w = torch.rand(2, 96, generator=gen, dtype=dtype) + 0.1
     proj = torch.randn(queries.shape[-2], V.shape[0], generator=gen, dtype=dtype)
 
@@ -303,7 +377,10 @@ def test_streaming_gradients_equal_naive_autograd(dtype, chunk_size):
         (fn(*args) * proj.to(cast)).sum().backward()
         return [a.grad for a in args]
 
-    ours = grads(lambda t, q, u, v, ww: sl.softmax_attention(t, q, u, v, weights=ww, chunk_size=chunk_size), dtype)
+    ours = grads(
+        lambda t, q, u, v, ww: sl.softmax_attention(t, q, u, v, weights=ww, chunk_size=chunk_size),
+        dtype,
+    )
     ref = grads(_naive, F64)
     tol = 1e-12 if dtype == F64 else 2e-5  # float64 rounding; float32 rounding of O(1) sums
     for a, b in zip(ours, ref):
@@ -315,12 +392,17 @@ def test_streaming_works_under_torch_func_transforms():
     # (vmap is not supported: the input checks branch on values.)
     gen = torch.Generator().manual_seed(4)
     tokens, queries, U, V = _problem(gen, L=50, Q=1, D=4, D_out=2)
-    ours = torch.func.grad(lambda U_: sl.softmax_attention(tokens, queries, U_, V, chunk_size=8).sum())(U)
+    ours = torch.func.grad(
+        lambda U_: sl.softmax_attention(tokens, queries, U_, V, chunk_size=8).sum()
+    )(U)
     ref = torch.func.grad(lambda U_: _naive(tokens, queries, U_, V).sum())(U)
     torch.testing.assert_close(ours, ref, rtol=1e-12, atol=1e-13)  # float64 rounding
-    jac = torch.func.jacrev(lambda V_: sl.softmax_attention(tokens, queries, U, V_, chunk_size=8))(V)
-    torch.testing.assert_close(jac, torch.func.jacrev(lambda V_: _naive(tokens, queries, U, V_))(V),
-                               rtol=1e-12, atol=1e-13)
+    jac = torch.func.jacrev(lambda V_: sl.softmax_attention(tokens, queries, U, V_, chunk_size=8))(
+        V
+    )
+    torch.testing.assert_close(
+        jac, torch.func.jacrev(lambda V_: _naive(tokens, queries, U, V_))(V), rtol=1e-12, atol=1e-13
+    )
 
 
 def test_one_shift_and_online_passes_agree(gen):
@@ -330,8 +412,9 @@ def test_one_shift_and_online_passes_agree(gen):
     w = torch.rand(2, 100, generator=gen, dtype=F64)
     for weights in (None, w):
         plain = sl.softmax_attention(tokens, queries, U, V, weights=weights, chunk_size=16)
-        tracked = sl.softmax_attention(tokens, queries, U.clone().requires_grad_(True), V, weights=weights,
-                                       chunk_size=16)
+        tracked = sl.softmax_attention(
+            tokens, queries, U.clone().requires_grad_(True), V, weights=weights, chunk_size=16
+        )
         torch.testing.assert_close(tracked.detach(), plain, rtol=1e-13, atol=1e-14)
 
 
@@ -344,7 +427,9 @@ def test_one_shift_pass_gives_up_where_it_would_overflow():
     tokens[5] = torch.tensor([800.0, 1.0], dtype=F64)
     a = torch.tensor([[1.0, 0.0]], dtype=F64)
     assert _one_shift_pass(tokens, a, None, 4) is None
-    out = sl.softmax_attention(tokens, a, torch.eye(2, dtype=F64), torch.eye(2, dtype=F64), chunk_size=4)
+    out = sl.softmax_attention(
+        tokens, a, torch.eye(2, dtype=F64), torch.eye(2, dtype=F64), chunk_size=4
+    )
     torch.testing.assert_close(out, tokens[5:6], rtol=0, atol=0)
     weights = torch.ones(8, dtype=F64)
     weights[:4] = 0.0  # the first chunk carries no weight: no shift to take
@@ -370,7 +455,9 @@ def _reference_moments(tokens, a, weights=None):
         p = w * torch.exp(s - s.max())
         p = p / p.sum()
         zz = tokens.double()[:, :, None] * tokens.double()[:, None, :]
-        out.append((p @ tokens.double(), torch.einsum("i,ijk->jk", p, zz), 1 / (p**2).sum(), p.max()))
+        out.append(
+            (p @ tokens.double(), torch.einsum("i,ijk->jk", p, zz), 1 / (p**2).sum(), p.max())
+        )
     return [torch.stack(x) for x in zip(*out)]
 
 
@@ -386,7 +473,9 @@ def test_tilted_moments_match_the_definition_for_any_chunking(gen, chunk_size, w
     mean, second, ess, wmax = _reference_moments(tokens, a, w)
     for x, y in ((got.mean, mean), (got.second, second), (got.ess, ess), (got.max_weight, wmax)):
         torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-12)  # the same sums, reordered
-    torch.testing.assert_close(got.mean, sl.tilted_mean(tokens, a, weights=w), rtol=1e-12, atol=1e-13)
+    torch.testing.assert_close(
+        got.mean, sl.tilted_mean(tokens, a, weights=w), rtol=1e-12, atol=1e-13
+    )
     cov = second - mean[:, :, None] * mean[:, None, :]
     torch.testing.assert_close(got.covariance, cov, rtol=1e-10, atol=1e-12)
 

@@ -14,13 +14,12 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
-
 import softlin as sl
-import softlin.icl as icl
+import torch
+from softlin import icl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-import benchmarks as bm  # noqa: E402
+import benchmarks as bm
 
 F64 = torch.float64
 SIGMA = icl.kms_covariance(5, 0.5)
@@ -28,8 +27,12 @@ SIGMA = icl.kms_covariance(5, 0.5)
 
 def test_naive_softmax_equals_the_library():
     tokens, queries, U, V = bm.attention_problem(5000, Q=3)
-    torch.testing.assert_close(bm.naive_softmax_attention(tokens, queries, U, V),
-                               sl.softmax_attention(tokens, queries, U, V), rtol=1e-12, atol=1e-13)
+    torch.testing.assert_close(
+        bm.naive_softmax_attention(tokens, queries, U, V),
+        sl.softmax_attention(tokens, queries, U, V),
+        rtol=1e-12,
+        atol=1e-13,
+    )
 
 
 def test_attention_problem_shapes_and_dtype():
@@ -45,8 +48,9 @@ def test_reference_module_has_the_full_models_predictions(gen):
     model = icl.FullAttention.initialise(5, generator=gen, dtype=F64)
     p = icl.sample_prompts(SIGMA, 30, 8, tau2=0.2, noise_var=0.1, generator=gen)
     ref = bm.ReferenceAttention.from_full_attention(model)
-    torch.testing.assert_close(ref(p.tokens, p.queries), model.predict(p.tokens, p.queries),
-                               rtol=1e-13, atol=1e-14)
+    torch.testing.assert_close(
+        ref(p.tokens, p.queries), model.predict(p.tokens, p.queries), rtol=1e-13, atol=1e-14
+    )
 
 
 @pytest.mark.parametrize("L", [1, 37, 1000])
@@ -54,11 +58,20 @@ def test_training_gradients_equal_the_reference_to_1e_10(gen, L):
     # float64 gradients of softlin's fused step (read off one SGD step with lr = 1) equal the autograd
     # gradients of the plain nn.Module loop to 1e-10 (both are rounding-level, ~1e-15).
     model = icl.FullAttention.initialise(5, generator=gen, dtype=F64)
-    ref = bm.ReferenceTraining(bm.ReferenceAttention.from_full_attention(model), SIGMA, L, 16, lr=1e-3,
-                               tau2=0.2, noise_var=0.1)
+    ref = bm.ReferenceTraining(
+        bm.ReferenceAttention.from_full_attention(model),
+        SIGMA,
+        L,
+        16,
+        lr=1e-3,
+        tau2=0.2,
+        noise_var=0.1,
+    )
     tokens, queries, targets = ref.sample(gen)
     loss_ref, grads_ref = ref.loss_and_grad(tokens, queries, targets)
-    batch = icl.RegressionPrompts(tokens, queries, targets, torch.zeros(16, 5, dtype=F64))  # tasks unused
+    batch = icl.RegressionPrompts(
+        tokens, queries, targets, torch.zeros(16, 5, dtype=F64)
+    )  # tasks unused
     stepped = model.clone()
     (loss,) = icl.sgd_step([stepped], batch, 1.0)
     assert abs(float(loss) - float(loss_ref)) <= 1e-10 * max(1.0, abs(float(loss_ref)))
@@ -68,8 +81,15 @@ def test_training_gradients_equal_the_reference_to_1e_10(gen, L):
 
 def test_one_sgd_step_equals_the_reference_optimizer_step(gen):
     model = icl.FullAttention.initialise(5, generator=gen, dtype=F64)
-    ref = bm.ReferenceTraining(bm.ReferenceAttention.from_full_attention(model), SIGMA, 200, 32, lr=0.05,
-                               tau2=0.2, noise_var=0.1)
+    ref = bm.ReferenceTraining(
+        bm.ReferenceAttention.from_full_attention(model),
+        SIGMA,
+        200,
+        32,
+        lr=0.05,
+        tau2=0.2,
+        noise_var=0.1,
+    )
     for _ in range(3):  # three steps on fresh batches, each batch fed to both
         tokens, queries, targets = ref.sample(gen)
         batch = icl.RegressionPrompts(tokens, queries, targets, torch.zeros(32, 5, dtype=F64))
@@ -80,7 +100,9 @@ def test_one_sgd_step_equals_the_reference_optimizer_step(gen):
         ref.optimizer.step()
         assert float(loss) == pytest.approx(loss_ref.item(), rel=1e-12)
     m = ref.model
-    for ours, theirs in zip(model.parameters(), (m.q.weight, m.k.weight, m.v.weight, m.o.weight[0])):
+    for ours, theirs in zip(
+        model.parameters(), (m.q.weight, m.k.weight, m.v.weight, m.o.weight[0])
+    ):
         assert float((ours - theirs.detach()).abs().max()) <= 1e-10
 
 
@@ -89,8 +111,9 @@ def test_reference_batches_follow_the_experiments_data_model():
     # Var(y) = tau2 tr(Sigma) + s2; the query's label slot is 0 and the target has the same law as y.
     gen = torch.Generator().manual_seed(2)
     tau2, s2, n = 0.2, 0.1, 4000
-    ref = bm.ReferenceTraining(bm.ReferenceAttention(6, dtype=F64), SIGMA, 5, n, lr=1e-3, tau2=tau2,
-                               noise_var=s2)
+    ref = bm.ReferenceTraining(
+        bm.ReferenceAttention(6, dtype=F64), SIGMA, 5, n, lr=1e-3, tau2=tau2, noise_var=s2
+    )
     tokens, queries, targets = ref.sample(gen)
     assert tokens.shape == (n, 5, 6) and queries.shape == (n, 1, 6) and targets.shape == (n,)
     assert torch.all(queries[:, 0, 5] == 0)
@@ -116,7 +139,10 @@ def test_compare_times_and_figures():
     assert calls == {"a": 7, "b": 7}  # one warm-up, then 3 rounds of 2
     with pytest.raises(TypeError, match="candidates"):
         bm.compare_times({})
-    assert bm.Figure("x", "speed 1.00x", ">= 0.75x", True).line() == "x: speed 1.00x (goal >= 0.75x) PASS"
+    assert (
+        bm.Figure("x", "speed 1.00x", ">= 0.75x", True).line()
+        == "x: speed 1.00x (goal >= 0.75x) PASS"
+    )
     assert bm.Figure("x", "speed 0.50x", ">= 0.75x", False).line().endswith("FAIL")
     assert bm.Figure("x", "note").line() == "x: note (information)"
 
@@ -132,7 +158,9 @@ def test_streaming_times_reports_every_candidate_and_small_errors():
     t = bm.streaming_times(20_000, repeats=1)
     assert {"read", "flat_read", "softmax", "unchunked", "naive"} <= set(t)
     assert t["max_abs_error"] < 1e-12 and t["naive_error"] < 1e-12  # float64 rounding
-    t32 = bm.streaming_times(20_000, Q=4, dtype=torch.float32, repeats=1, naive=False, unchunked=False)
+    t32 = bm.streaming_times(
+        20_000, Q=4, dtype=torch.float32, repeats=1, naive=False, unchunked=False
+    )
     assert "naive" not in t32 and t32["max_abs_error"] < 1e-5  # float32 rounding against float64
 
 
@@ -143,7 +171,9 @@ def test_extra_memory_is_bounded_when_streaming_and_grows_with_L_otherwise():
     streamed = bm.extra_memory_mb(10**6)
     unchunked = bm.extra_memory_mb(10**6, chunk_size=10**6)
     assert streamed["tokens"] == pytest.approx(1e6 * 6 * 8 / 2**20)
-    vector = 1e6 * 8 / 2**20  # one (L,) float64 vector, 7.6 MiB: the unchunked pass holds two (scores,
+    vector = (
+        1e6 * 8 / 2**20
+    )  # one (L,) float64 vector, 7.6 MiB: the unchunked pass holds two (scores,
     # weights); pages the allocator already holds can absorb part of one, so ask for more than 1.5
     assert streamed["first"] < 6 and streamed["repeat"] < 1 and unchunked["first"] > 1.5 * vector
     with pytest.raises(ValueError, match="which"):
@@ -152,10 +182,20 @@ def test_extra_memory_is_bounded_when_streaming_and_grows_with_L_otherwise():
 
 def test_training_step_times_and_flow_time_run():
     t = bm.training_step_times(L=20, batch_size=4, steps=1, repeats=1, starts=3)
-    assert set(t) == {"sampling", "one_start", "starts", "one_model", "plain", "reference",
-                      "reference_sampling", "one_start_fixed", "reference_fixed"}
-    figs, step = bm.training_figures(dtypes=(torch.float32,), steps=1, repeats=1, L=20, batch_size=4,
-                                     starts=3)
+    assert set(t) == {
+        "sampling",
+        "one_start",
+        "starts",
+        "one_model",
+        "plain",
+        "reference",
+        "reference_sampling",
+        "one_start_fixed",
+        "reference_fixed",
+    }
+    figs, step = bm.training_figures(
+        dtypes=(torch.float32,), steps=1, repeats=1, L=20, batch_size=4, starts=3
+    )
     assert len(figs) == 3 and figs[0].passed is not None and figs[2].passed is None and step
     f = bm.flow_time()
     assert f["distance"] <= 1e-8 and 0 < f["T"] <= 100  # the flow reaches 1e-8 (the grid located T)

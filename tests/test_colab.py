@@ -35,7 +35,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from build_book import notebook_chapters
 
 pytestmark = pytest.mark.book
@@ -69,13 +68,17 @@ def venv_python() -> Path:
 def run(cmd, **kw) -> subprocess.CompletedProcess:
     proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
     if proc.returncode != 0:
-        raise AssertionError(f"`{' '.join(map(str, cmd))}` failed (rc={proc.returncode}):\n"
-                             f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        raise AssertionError(
+            f"`{' '.join(map(str, cmd))}` failed (rc={proc.returncode}):\n"
+            f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        )
     return proc
 
 
 def freeze() -> dict[str, str]:
-    out = run([venv_python(), "-m", "pip", "list", "--format=json", "--disable-pip-version-check"]).stdout
+    out = run(
+        [venv_python(), "-m", "pip", "list", "--format=json", "--disable-pip-version-check"]
+    ).stdout
     return {p["name"].lower().replace("_", "-"): p["version"] for p in json.loads(out)}
 
 
@@ -86,8 +89,11 @@ def importable(module: str) -> bool:
 
 def clean_env(**extra) -> dict:
     """The environment of the fresh kernel: nothing that would let it see the build environment."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP", "JUPYTER_PATH")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP", "JUPYTER_PATH")
+    }
     env.update(extra)
     return env
 
@@ -105,12 +111,19 @@ def colab_venv():
     if not ok:
         shutil.rmtree(VENV, ignore_errors=True)
         run([sys.executable, "-m", "venv", VENV])
-        run([venv_python(), "-m", "pip", "install", "-q", "--disable-pip-version-check", *reqs], env=clean_env())
+        run(
+            [venv_python(), "-m", "pip", "install", "-q", "--disable-pip-version-check", *reqs],
+            env=clean_env(),
+        )
         base = freeze()
         stamp.write_text(json.dumps({"key": key, "requirements": reqs, "base": base}, indent=1))
     base = json.loads(stamp.read_text())["base"]
-    assert "softlin" not in base and "scipy" not in base, "the fresh environment must not hold softlin or scipy"
-    reset_to_base(base)  # once per session: the first notebook installs softlin's dependencies itself
+    assert "softlin" not in base and "scipy" not in base, (
+        "the fresh environment must not hold softlin or scipy"
+    )
+    reset_to_base(
+        base
+    )  # once per session: the first notebook installs softlin's dependencies itself
     return base
 
 
@@ -118,13 +131,17 @@ def colab_venv():
 def checkout_copy(tmp_path_factory):
     """The files git would commit (tracked, plus new files that are not ignored), as a clone has them."""
     dest = tmp_path_factory.mktemp("checkout") / "softlin-book"
-    files = run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT).stdout
+    files = run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT
+    ).stdout
     for rel in filter(None, files.split("\0")):
         src = ROOT / rel
         if src.is_file():
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / rel)
-    assert (dest / "pyproject.toml").is_file() and (dest / "lib" / "softlin" / "__init__.py").is_file()
+    assert (dest / "pyproject.toml").is_file() and (
+        dest / "lib" / "softlin" / "__init__.py"
+    ).is_file()
     return dest
 
 
@@ -135,8 +152,20 @@ def softlin_source(checkout_copy, tmp_path_factory):
     In Colab, ``pip install git+URL`` builds this same wheel from the same files; building it once here
     (with pip's build isolation, as Colab does) instead of in every notebook saves ~15 s per notebook."""
     wheels = tmp_path_factory.mktemp("wheel")
-    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--disable-pip-version-check", "-w", wheels,
-         checkout_copy])
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--disable-pip-version-check",
+            "-w",
+            wheels,
+            checkout_copy,
+        ]
+    )
     (wheel,) = wheels.glob("softlin-*.whl")
     return wheel
 
@@ -147,9 +176,15 @@ def kernel_dir(tmp_path_factory, colab_venv):
     root = tmp_path_factory.mktemp("jupyter")
     spec = root / "kernels" / KERNEL
     spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [str(venv_python()), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "Python 3 (fresh Colab-like environment)", "language": "python"}))
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [str(venv_python()), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "Python 3 (fresh Colab-like environment)",
+                "language": "python",
+            }
+        )
+    )
     return root
 
 
@@ -158,12 +193,17 @@ def test_every_setup_cell_is_the_generated_one():
     import jupytext
     from new_chapter import setup_cell
 
-    expected = re.search(r"```\{code-cell\} ipython3\n:tags: \[remove-cell\]\n\n(.*?)\n```", setup_cell(), re.S)[1]
+    expected = re.search(
+        r"```\{code-cell\} ipython3\n:tags: \[remove-cell\]\n\n(.*?)\n```", setup_cell(), re.DOTALL
+    )[1]
     for md in CHAPTERS:
         first = next(c for c in jupytext.read(md).cells if c.cell_type == "code")
         assert first.source.strip() == expected.strip(), (
-            f"{md.name}: the first code cell differs from the setup cell of tools/new_chapter.py")
-        assert first.metadata.get("tags") == ["remove-cell"], f"{md.name}: the setup cell must be tagged remove-cell"
+            f"{md.name}: the first code cell differs from the setup cell of tools/new_chapter.py"
+        )
+        assert first.metadata.get("tags") == ["remove-cell"], (
+            f"{md.name}: the setup cell must be tagged remove-cell"
+        )
 
 
 def reset_to_base(base: dict) -> None:
@@ -173,8 +213,9 @@ def reset_to_base(base: dict) -> None:
 
 
 @pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
-def test_student_notebook_runs_in_a_fresh_colab_like_environment(md, colab_venv, softlin_source, kernel_dir,
-                                                                   monkeypatch, tmp_path):
+def test_student_notebook_runs_in_a_fresh_colab_like_environment(
+    md, colab_venv, softlin_source, kernel_dir, monkeypatch, tmp_path
+):
     import nbformat
     import papermill
     from student_notebooks import student_copy
@@ -183,15 +224,20 @@ def test_student_notebook_runs_in_a_fresh_colab_like_environment(md, colab_venv,
     assert paired.exists(), f"{paired.name} is missing (jupytext --sync {md.relative_to(ROOT)})"
     student, _ = student_copy(paired)
     code = [(c.source, c.metadata.get("tags", [])) for c in student.cells if c.cell_type == "code"]
-    assert code == [(c.source, c.metadata.get("tags", [])) for c in nbformat.read(paired, as_version=4).cells
-                    if c.cell_type == "code"], f"{md.stem}: the student copy changed the code cells"
+    assert code == [
+        (c.source, c.metadata.get("tags", []))
+        for c in nbformat.read(paired, as_version=4).cells
+        if c.cell_type == "code"
+    ], f"{md.stem}: the student copy changed the code cells"
     ipynb = tmp_path / paired.name
     nbformat.write(student, ipynb)
     if "softlin" in freeze():
         run([venv_python(), "-m", "pip", "uninstall", "-y", "-q", "softlin"])
     assert not importable("softlin"), "softlin must not be importable before the setup cell runs"
 
-    for key, value in clean_env(SOFTLIN_SOURCE=str(softlin_source), JUPYTER_PATH=str(kernel_dir)).items():
+    for key, value in clean_env(
+        SOFTLIN_SOURCE=str(softlin_source), JUPYTER_PATH=str(kernel_dir)
+    ).items():
         monkeypatch.setenv(key, value)
     for key in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP"):
         monkeypatch.delenv(key, raising=False)
@@ -204,30 +250,48 @@ def test_student_notebook_runs_in_a_fresh_colab_like_environment(md, colab_venv,
     for attempt in (1, 2):
         try:
             papermill.execute_notebook(
-                str(ipynb), str(out), parameters={"mode": "fast"}, kernel_name=KERNEL, cwd=str(tmp_path),
-                progress_bar=False, log_output=False, execution_timeout=timeout,
+                str(ipynb),
+                str(out),
+                parameters={"mode": "fast"},
+                kernel_name=KERNEL,
+                cwd=str(tmp_path),
+                progress_bar=False,
+                log_output=False,
+                execution_timeout=timeout,
             )
             break
-        except Exception as exc:  # papermill re-raises a cell's error; nbclient raises timeouts itself
+        except (
+            Exception
+        ) as exc:  # papermill re-raises a cell's error; nbclient raises timeouts itself
             name = getattr(exc, "ename", type(exc).__name__)
             if attempt == 1 and name in ("CellTimeoutError", "TimeoutError", "DeadKernelError"):
                 print(f"{ipynb.name}: {name} ({exc}); retrying once")
                 reset_to_base(colab_venv)
                 continue
-            detail = (f"{exc.ename}: {exc.evalue}\n{''.join(exc.traceback)[-3000:]}"
-                      if isinstance(exc, papermill.PapermillExecutionError) else f"{name}: {exc}")
-            pytest.fail(f"{ipynb.name} failed in the fresh environment (executed copy: {out}):\n{detail}")
+            detail = (
+                f"{exc.ename}: {exc.evalue}\n{''.join(exc.traceback)[-3000:]}"
+                if isinstance(exc, papermill.PapermillExecutionError)
+                else f"{name}: {exc}"
+            )
+            pytest.fail(
+                f"{ipynb.name} failed in the fresh environment (executed copy: {out}):\n{detail}"
+            )
 
     ran = nbformat.read(out, as_version=4)
     for cell in ran.cells:
         if cell.cell_type == "code" and "exercise-check" in cell.metadata.get("tags", []):
             text = "".join(o.get("text", "") for o in cell.get("outputs", []))
-            assert "No answer yet" in text, f"{ipynb.name}: a check cell did not run its check: {text[:300]!r}"
+            assert "No answer yet" in text, (
+                f"{ipynb.name}: a check cell did not run its check: {text[:300]!r}"
+            )
 
     after = freeze()
     assert "softlin" in after, f"{ipynb.name}: the setup cell did not install softlin"
     assert after.get("torch") == colab_venv["torch"], (
         f"{ipynb.name}: installing softlin changed torch {colab_venv['torch']} -> {after.get('torch')}; "
-        "softlin must never pin torch")
-    changed = {k: (colab_venv[k], after.get(k)) for k in colab_venv if after.get(k) != colab_venv[k]}
+        "softlin must never pin torch"
+    )
+    changed = {
+        k: (colab_venv[k], after.get(k)) for k in colab_venv if after.get(k) != colab_venv[k]
+    }
     assert not changed, f"{ipynb.name}: the setup cell changed Colab's own packages: {changed}"

@@ -12,11 +12,9 @@ import math
 
 import numpy as np
 import pytest
-import torch
-
 import softlin as sl
+import torch
 from softlin import concentration as cc
-from softlin import montecarlo
 from softlin.montecarlo import mean_and_stderr
 
 F64 = torch.float64
@@ -45,19 +43,35 @@ def _query_with_tilt(U, cov, s, z0=(1.0, 1.0)):
 
 
 # --- The estimator against a direct computation ---------------------------------------------------
-@pytest.mark.parametrize("chunk_size", [1, 5, 23, 100])  # one token, a non-divisor, exactly L, more than L
+@pytest.mark.parametrize(
+    "chunk_size", [1, 5, 23, 100]
+)  # one token, a non-divisor, exactly L, more than L
 @pytest.mark.parametrize("shared_queries", [True, False])
 def test_sample_errors_equal_direct_computation(chunk_size, shared_queries):
     mu, cov, U, V = _problem2d()
     P, L, Q = 4, 23, 3
     shape = (Q, 2) if shared_queries else (P, Q, 2)
     queries = torch.randn(*shape, generator=torch.Generator().manual_seed(1), dtype=F64)
-    errs = cc.sample_errors(mu, queries, U, V, L, P, generator=torch.Generator().manual_seed(5),
-                            jacobians=True, chunk_size=chunk_size)
+    errs = cc.sample_errors(
+        mu,
+        queries,
+        U,
+        V,
+        L,
+        P,
+        generator=torch.Generator().manual_seed(5),
+        jacobians=True,
+        chunk_size=chunk_size,
+    )
     # The same prompts: chunk k draws P * c tokens, reshaped (P, c, D).
     g, c = torch.Generator().manual_seed(5), min(chunk_size, L)
-    tokens = torch.cat([mu.sample(P * n, generator=g).reshape(P, n, 2)
-                        for n in [min(c, L - s) for s in range(0, L, c)]], dim=1)
+    tokens = torch.cat(
+        [
+            mu.sample(P * n, generator=g).reshape(P, n, 2)
+            for n in [min(c, L - s) for s in range(0, L, c)]
+        ],
+        dim=1,
+    )
     q = queries.expand(P, Q, 2)
     p = sl.softmax_weights(tokens, q, U)  # (P, Q, L), the plain softmax
     m = p @ tokens
@@ -69,7 +83,9 @@ def test_sample_errors_equal_direct_computation(chunk_size, shared_queries):
     kw = dict(rtol=1e-9, atol=1e-12)  # online sums in another order: rounding only
     torch.testing.assert_close(errs.output, ((out - lim) ** 2).sum(-1), **kw)
     torch.testing.assert_close(errs.grad_V, 2 * ((m - m_lim) ** 2).sum(-1), **kw)
-    torch.testing.assert_close(errs.grad_U, ((V @ (C_hat - cov)) ** 2).sum((-1, -2)) * (q**2).sum(-1), **kw)
+    torch.testing.assert_close(
+        errs.grad_U, ((V @ (C_hat - cov)) ** 2).sum((-1, -2)) * (q**2).sum(-1), **kw
+    )
     torch.testing.assert_close(errs.ess, 1 / (p**2).sum(-1), **kw)
 
 
@@ -78,8 +94,12 @@ def test_sample_errors_non_gaussian_limit_and_reproducibility():
     mu = sl.RademacherMeasure(2)
     q = torch.randn(3, 2, generator=torch.Generator().manual_seed(0), dtype=F64)
     U, V = 0.7 * torch.eye(2, dtype=F64), torch.eye(2, dtype=F64)
-    a = cc.sample_errors(mu, q, U, V, 40, 6, generator=torch.Generator().manual_seed(2), jacobians=True)
-    b = cc.sample_errors(mu, q, U, V, 40, 6, generator=torch.Generator().manual_seed(2), jacobians=True)
+    a = cc.sample_errors(
+        mu, q, U, V, 40, 6, generator=torch.Generator().manual_seed(2), jacobians=True
+    )
+    b = cc.sample_errors(
+        mu, q, U, V, 40, 6, generator=torch.Generator().manual_seed(2), jacobians=True
+    )
     assert a.output.shape == a.grad_U.shape == a.ess.shape == (6, 3)
     assert torch.equal(a.output, b.output) and torch.equal(a.grad_U, b.grad_U)
     tokens = mu.sample(6 * 40, generator=torch.Generator().manual_seed(2)).reshape(6, 40, 2)
@@ -114,8 +134,11 @@ def test_delta_method_grad_U_constant_closed_form(gen):
     q = 2 * torch.randn(5, 2, generator=gen, dtype=F64)
     a = q @ U.T
     s, c, W = ((a @ cov) * a).sum(-1), a @ cov, V.T @ V
-    quad = ((torch.trace(cov) + (c * c).sum(-1)) * (torch.trace(W @ cov) + ((c @ W) * c).sum(-1))
-            + torch.trace(cov @ W @ cov) + 2 * ((c @ cov @ W) * c).sum(-1))
+    quad = (
+        (torch.trace(cov) + (c * c).sum(-1)) * (torch.trace(W @ cov) + ((c @ W) * c).sum(-1))
+        + torch.trace(cov @ W @ cov)
+        + 2 * ((c @ cov @ W) * c).sum(-1)
+    )
     A, B = cc.delta_method_expansion(q, U, V, cov, "grad_U")
     torch.testing.assert_close(A, (q**2).sum(-1) * torch.exp(s) * quad, rtol=1e-10, atol=0)
     assert bool((B < 0).all())  # approached from below, like the output
@@ -129,8 +152,9 @@ def test_first_correction_matches_monte_carlo(kind):
     q = _query_with_tilt(U, cov, 0.1, (1.0, -0.5))
     A, B = (float(x) for x in cc.delta_method_expansion(q, U, V, cov, kind))
     L = 32
-    errs = cc.sample_errors(mu, q, U, V, L, 40_000, generator=torch.Generator().manual_seed(4),
-                            jacobians=True)
+    errs = cc.sample_errors(
+        mu, q, U, V, L, 40_000, generator=torch.Generator().manual_seed(4), jacobians=True
+    )
     est = mean_and_stderr(getattr(errs, kind)[:, 0])
     assert abs(L * est.mean - A - B / L) <= 4 * L * est.stderr + (B / L) ** 2 / A
     if kind == "grad_U":  # without the correction the check fails: B/L is needed
@@ -162,8 +186,9 @@ def test_query_averages_equal_quadrature_of_the_fixed_query_expansion(kind):
     U = 0.5 * U
     qc = torch.tensor([[0.5, 0.1], [0.1, 0.3]], dtype=F64)
     for query_cov in (None, qc):
-        nodes, w = sl.gauss_hermite_rule(torch.zeros(2, dtype=F64),
-                                         torch.eye(2, dtype=F64) if query_cov is None else qc, 60)
+        nodes, w = sl.gauss_hermite_rule(
+            torch.zeros(2, dtype=F64), torch.eye(2, dtype=F64) if query_cov is None else qc, 60
+        )
         A, B = cc.delta_method_expansion(nodes, U, V, cov, kind)
         C, B_bar = cc.query_averaged_expansion(U, V, cov, kind, query_cov)
         assert C == pytest.approx(float(w @ A), rel=1e-8)
@@ -191,14 +216,23 @@ def test_zero_tilt_error_is_the_sample_mean_variance():
     assert float(A) == pytest.approx(t, rel=1e-14) and float(B) == pytest.approx(0.0, abs=1e-12)
     errs = cc.sample_errors(mu, q, U0, V, 32, 4000, generator=torch.Generator().manual_seed(0))
     est = mean_and_stderr(errs.output[:, 0])
-    assert abs(32 * est.mean - t) <= 4 * 32 * est.stderr  # exact expectation: Monte Carlo error only
+    assert (
+        abs(32 * est.mean - t) <= 4 * 32 * est.stderr
+    )  # exact expectation: Monte Carlo error only
     torch.testing.assert_close(errs.ess, torch.full_like(errs.ess, 32.0), rtol=1e-13, atol=0)
 
 
 def test_L_equal_one_witness_error_is_one():
     # d = 1, U = 0, V = 1, standard Gaussian tokens: T[mu_hat_1] = z_1 and T[mu] = 0, so each error is z_1^2.
-    errs = cc.sample_errors(_scalar_gaussian(), torch.zeros(1, 1, dtype=F64), _one(0.0), _one(), 1,
-                            20000, generator=torch.Generator().manual_seed(0))
+    errs = cc.sample_errors(
+        _scalar_gaussian(),
+        torch.zeros(1, 1, dtype=F64),
+        _one(0.0),
+        _one(),
+        1,
+        20000,
+        generator=torch.Generator().manual_seed(0),
+    )
     est = mean_and_stderr(errs.output[:, 0])
     assert abs(est.mean - 1.0) <= 4 * est.stderr  # E z^2 = 1; standard error sqrt(2 / n)
 
@@ -209,8 +243,11 @@ def test_fixed_query_constant_matches_monte_carlo(s):
     q = _query_with_tilt(U, cov, s)
     A, B = (float(x) for x in cc.fixed_query_mse_expansion(q, U, V, cov))
     L = 2048
-    est = mean_and_stderr(cc.sample_errors(mu, q, U, V, L, 3000,
-                                           generator=torch.Generator().manual_seed(1)).output[:, 0])
+    est = mean_and_stderr(
+        cc.sample_errors(mu, q, U, V, L, 3000, generator=torch.Generator().manual_seed(1)).output[
+            :, 0
+        ]
+    )
     # 4 standard errors, plus the first finite-L correction |B| / L of the delta-method expansion.
     assert abs(L * est.mean - A) <= 4 * L * est.stderr + abs(B) / L
 
@@ -220,8 +257,9 @@ def test_error_approaches_its_constant_from_below():
     q = torch.ones(1, 1, dtype=F64)
     A, B = cc.fixed_query_mse_expansion(q, _one(), _one(), _one())
     assert float(B) < 0
-    errs = cc.sample_errors(_scalar_gaussian(), q, _one(), _one(), 64, 20000,
-                            generator=torch.Generator().manual_seed(2))
+    errs = cc.sample_errors(
+        _scalar_gaussian(), q, _one(), _one(), 64, 20000, generator=torch.Generator().manual_seed(2)
+    )
     est = mean_and_stderr(errs.output[:, 0])
     assert 64 * est.mean + 4 * 64 * est.stderr < float(A)
 
@@ -232,8 +270,9 @@ def test_ess_ratio_tends_to_exp_minus_s(s):
     limit, beta = cc.ess_ratio_expansion(q, _one(), _one())
     assert float(limit) == pytest.approx(math.exp(-s), rel=1e-14)
     L = 4096
-    errs = cc.sample_errors(_scalar_gaussian(), q, _one(), _one(), L, 400,
-                            generator=torch.Generator().manual_seed(3))
+    errs = cc.sample_errors(
+        _scalar_gaussian(), q, _one(), _one(), L, 400, generator=torch.Generator().manual_seed(3)
+    )
     est = mean_and_stderr(errs.ess[:, 0])
     assert abs(est.mean / L - float(limit)) <= 4 * est.stderr / L + abs(float(beta)) / L
 
@@ -245,8 +284,9 @@ def test_query_averaged_constants_match_monte_carlo():
     nu = sl.GaussianMeasure(torch.zeros(2, dtype=F64), torch.eye(2, dtype=F64))
     g = torch.Generator().manual_seed(7)
     L, P = 1024, 2000
-    errs = cc.sample_errors(mu, nu.sample(P * 8, generator=g).reshape(P, 8, 2), U, V, L, P,
-                            generator=g, jacobians=True)
+    errs = cc.sample_errors(
+        mu, nu.sample(P * 8, generator=g).reshape(P, 8, 2), U, V, L, P, generator=g, jacobians=True
+    )
     for kind in cc.KINDS:
         C, B_bar = cc.query_averaged_expansion(U, V, cov, kind)
         est = mean_and_stderr(getattr(errs, kind).mean(-1))
@@ -258,8 +298,9 @@ def test_fixed_query_check_rejects_wrong_constants():
     q = torch.ones(1, 1, dtype=F64)
     A, B = (float(x) for x in cc.fixed_query_mse_expansion(q, _one(), _one(), _one()))
     L = 4096
-    errs = cc.sample_errors(_scalar_gaussian(), q, _one(), _one(), L, 2000,
-                            generator=torch.Generator().manual_seed(6))
+    errs = cc.sample_errors(
+        _scalar_gaussian(), q, _one(), _one(), L, 2000, generator=torch.Generator().manual_seed(6)
+    )
     est = mean_and_stderr(errs.output[:, 0])
     tol = 4 * L * est.stderr + abs(B) / L
 
@@ -270,8 +311,17 @@ def test_fixed_query_check_rejects_wrong_constants():
     assert not passes(2.0)  # the exponential factor e^{a^T Gamma a} forgotten
     assert not passes(math.e)  # the |V Gamma a|^2 term forgotten
     assert not passes(math.exp(0.5) * 2)  # e^{s/2}: the MGF at a instead of at 2a
-    ess = mean_and_stderr(cc.sample_errors(_scalar_gaussian(), q, _one(), _one(), L, 400,
-                                           generator=torch.Generator().manual_seed(7)).ess[:, 0])
+    ess = mean_and_stderr(
+        cc.sample_errors(
+            _scalar_gaussian(),
+            q,
+            _one(),
+            _one(),
+            L,
+            400,
+            generator=torch.Generator().manual_seed(7),
+        ).ess[:, 0]
+    )
     _, beta = cc.ess_ratio_expansion(q, _one(), _one())
     ess_tol = 4 * ess.stderr / L + float(beta) / L
     assert abs(ess.mean / L - math.exp(-1)) <= ess_tol
@@ -279,4 +329,6 @@ def test_fixed_query_check_rejects_wrong_constants():
 
 
 def test_heuristic_exponent():
-    np.testing.assert_allclose(cc.heuristic_rate_exponent([0.3, 0.7, 1.0, 1.5]), [-1, -1, -0.5, -1 / 4.5])
+    np.testing.assert_allclose(
+        cc.heuristic_rate_exponent([0.3, 0.7, 1.0, 1.5]), [-1, -1, -0.5, -1 / 4.5]
+    )

@@ -24,15 +24,16 @@ from pathlib import Path
 
 import jupytext
 import pytest
-
 from build_book import notebook_chapters
 from exercise_checks import SOLUTION
 
 ROOT = Path(__file__).resolve().parents[1]
 # Chapters are the numbered notebooks; appendix notebooks (e.g. book/performance.md) are not courses.
 CHAPTERS = [md for md in notebook_chapters(ROOT) if re.match(r"\d\d_", md.stem)]
-PLACEHOLDER = re.compile(r"(^|\s)(\.\.\.|…|TODO|TBD)(\s|$)", re.M)
-RAINBOW = re.compile(r"""cmap\s*=\s*["'](jet|rainbow|hsv|gist_rainbow|nipy_spectral|gist_ncar|turbo)["']""")
+PLACEHOLDER = re.compile(r"(^|\s)(\.\.\.|…|TODO|TBD)(\s|$)", re.MULTILINE)
+RAINBOW = re.compile(
+    r"""cmap\s*=\s*["'](jet|rainbow|hsv|gist_rainbow|nipy_spectral|gist_ncar|turbo)["']"""
+)
 
 
 def markdown(md: Path) -> str:
@@ -41,13 +42,13 @@ def markdown(md: Path) -> str:
 
 def box(md: Path) -> str:
     text = markdown(md)
-    m = re.search(r":::\{admonition\} In this chapter\n(.*?)\n:::", text, re.S)
+    m = re.search(r":::\{admonition\} In this chapter\n(.*?)\n:::", text, re.DOTALL)
     assert m, f"{md.name}: no ':::{{admonition}} In this chapter' box after the title"
     return m.group(1)
 
 
 def field(md: Path, name: str) -> str:
-    m = re.search(rf"\*\*{name}\.\*\*(.*?)(?=\n\*\*[A-Z][a-z]+\.\*\*|\Z)", box(md), re.S)
+    m = re.search(rf"\*\*{name}\.\*\*(.*?)(?=\n\*\*[A-Z][a-z]+\.\*\*|\Z)", box(md), re.DOTALL)
     assert m, f"{md.name}: the 'In this chapter' box has no **{name}.** entry"
     return m.group(1).strip()
 
@@ -57,28 +58,36 @@ def test_opens_with_objectives_prerequisites_and_time(md):
     nb = jupytext.read(md)
     first_code = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
     before = "\n".join(c.source for c in nb.cells[:first_code] if c.cell_type == "markdown")
-    assert "{admonition} In this chapter" in before, f"{md.name}: the 'In this chapter' box must open the chapter"
+    assert "{admonition} In this chapter" in before, (
+        f"{md.name}: the 'In this chapter' box must open the chapter"
+    )
     objectives = field(md, "Learning objectives")
     assert not PLACEHOLDER.search(objectives) and len(objectives) > 40, (
-        f"{md.name}: learning objectives are missing or a placeholder: {objectives[:80]!r}")
+        f"{md.name}: learning objectives are missing or a placeholder: {objectives[:80]!r}"
+    )
     prerequisites = field(md, "Prerequisites")
     assert not PLACEHOLDER.search(prerequisites) and len(prerequisites) > 10, (
-        f"{md.name}: prerequisites are missing or a placeholder: {prerequisites[:80]!r}")
+        f"{md.name}: prerequisites are missing or a placeholder: {prerequisites[:80]!r}"
+    )
     time = field(md, "Time")
     assert not PLACEHOLDER.search(time), f"{md.name}: the time estimate is a placeholder: {time!r}"
-    for what, pattern in [("reading time in minutes", r"\d+\s*min"), ("CPU run time", r"CPU"),
-                          ("Colab run time", r"Colab")]:
+    for what, pattern in [
+        ("reading time in minutes", r"\d+\s*min"),
+        ("CPU run time", r"CPU"),
+        ("Colab run time", r"Colab"),
+    ]:
         assert re.search(pattern, time), f"{md.name}: the time estimate gives no {what}: {time!r}"
 
 
 @pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
 def test_closes_with_a_summary(md):
     text = markdown(md)
-    sections = re.findall(r"^## (.+)$", text, re.M)
+    sections = re.findall(r"^## (.+)$", text, re.MULTILINE)
     assert sections and sections[-1].strip() == "Summary", (
-        f"{md.name}: the last section must be '## Summary' (sections: {sections})")
+        f"{md.name}: the last section must be '## Summary' (sections: {sections})"
+    )
     summary = text.split("\n## Summary", 1)[1]
-    bullets = re.findall(r"^\s*[-*] (.+)$", summary, re.M)
+    bullets = re.findall(r"^\s*[-*] (.+)$", summary, re.MULTILINE)
     assert len(bullets) >= 2, f"{md.name}: the summary needs at least two bullet points"
     assert not PLACEHOLDER.search(summary), f"{md.name}: the summary still holds a placeholder"
 
@@ -86,21 +95,24 @@ def test_closes_with_a_summary(md):
 @pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
 def test_exercises_have_folded_solutions(md):
     text = markdown(md)
-    exercises = re.findall(r"^(`{3,})\{exercise\}.*\n((?::[a-z-]+:.*\n)*)", text, re.M)
+    exercises = re.findall(r"^(`{3,})\{exercise\}.*\n((?::[a-z-]+:.*\n)*)", text, re.MULTILINE)
     assert exercises, f"{md.name}: no sphinx-exercise {{exercise}} block"
     labels = []
     for _, options in exercises:
         m = re.search(r":label:\s*(\S+)", options)
         assert m, f"{md.name}: an exercise has no :label: (its solution needs one)"
         labels.append(m.group(1))
-    solutions = dict(re.findall(r"^`{3,}\{solution\}\s*(\S+)\n((?::[a-z-]+:.*\n)*)", text, re.M))
+    solutions = dict(
+        re.findall(r"^`{3,}\{solution\}\s*(\S+)\n((?::[a-z-]+:.*\n)*)", text, re.MULTILINE)
+    )
     for label in labels:
         assert label in solutions, f"{md.name}: exercise {label} has no {{solution}} {label}"
         assert re.search(r":class:.*\bdropdown\b", solutions[label]), (
-            f"{md.name}: the solution of {label} is not folded (add `:class: dropdown`)")
+            f"{md.name}: the solution of {label} is not folded (add `:class: dropdown`)"
+        )
 
 
-EXERCISE = re.compile(r"^`{3,}\{exercise\}[^\n]*\n((?::[a-z-]+:[^\n]*\n)*)", re.M)
+EXERCISE = re.compile(r"^`{3,}\{exercise\}[^\n]*\n((?::[a-z-]+:[^\n]*\n)*)", re.MULTILINE)
 
 
 def exercises(nb) -> list[tuple[int, str, bool]]:
@@ -124,26 +136,55 @@ def exercise_problems(md: Path) -> list[str]:
         if conceptual:
             continue
         name = "check_" + label.replace("-", "_")
-        key = next((j for j, c in enumerate(cells) if c.cell_type == "code" and re.search(
-            rf"^(def {name}\(|{name}\s*=)", c.source, re.M)), None)
-        check = next((j for j, c in enumerate(cells) if c.cell_type == "code"
-                      and "exercise-check" in c.metadata.get("tags", []) and re.search(rf"\b{name}\(\s*answer\s*\)", c.source)), None)
-        solution = next((j for j, c in enumerate(cells) if c.cell_type == "markdown"
-                         and re.search(rf"\{{solution\}}\s*{re.escape(label)}\b", c.source)), None)
+        key = next(
+            (
+                j
+                for j, c in enumerate(cells)
+                if c.cell_type == "code"
+                and re.search(rf"^(def {name}\(|{name}\s*=)", c.source, re.MULTILINE)
+            ),
+            None,
+        )
+        check = next(
+            (
+                j
+                for j, c in enumerate(cells)
+                if c.cell_type == "code"
+                and "exercise-check" in c.metadata.get("tags", [])
+                and re.search(rf"\b{name}\(\s*answer\s*\)", c.source)
+            ),
+            None,
+        )
+        solution = next(
+            (
+                j
+                for j, c in enumerate(cells)
+                if c.cell_type == "markdown"
+                and re.search(rf"\{{solution\}}\s*{re.escape(label)}\b", c.source)
+            ),
+            None,
+        )
         if key is None or check is None:
-            problems.append(f"{label}: no {'key cell defining ' + name if key is None else 'exercise-check cell'} "
-                            "(or mark it `:class: conceptual`)")
+            problems.append(
+                f"{label}: no {'key cell defining ' + name if key is None else 'exercise-check cell'} "
+                "(or mark it `:class: conceptual`)"
+            )
             continue
         if "remove-cell" not in cells[key].metadata.get("tags", []):
             problems.append(f"{label}: the key cell of {name} must be tagged remove-cell")
         if not (i < key < check and (solution is None or check < solution)):
-            problems.append(f"{label}: the key and check cells must follow the exercise, before its solution")
+            problems.append(
+                f"{label}: the key and check cells must follow the exercise, before its solution"
+            )
         # only this solution's own text (a markdown cell may hold several solutions)
-        found = [m["body"] for m in SOLUTION.finditer(cells[solution].source)
-                 if m["label"] == label] if solution is not None else []
+        found = (
+            [m["body"] for m in SOLUTION.finditer(cells[solution].source) if m["label"] == label]
+            if solution is not None
+            else []
+        )
         body = found[0] if found else ""
-        blocks = re.findall(r"^```python\n(.*?)^```", body, re.M | re.S)
-        if not blocks or not re.search(r"^(answer\s*=|def answer\()", blocks[-1], re.M):
+        blocks = re.findall(r"^```python\n(.*?)^```", body, re.MULTILINE | re.DOTALL)
+        if not blocks or not re.search(r"^(answer\s*=|def answer\()", blocks[-1], re.MULTILINE):
             problems.append(f"{label}: the solution needs a ```python block that assigns `answer`")
     return problems
 
@@ -158,8 +199,11 @@ def test_the_exercise_rule_accepts_the_convention_and_catches_what_is_missing():
     fixtures = Path(__file__).resolve().parent / "fixtures"
     assert exercise_problems(fixtures / "01_explorer_and_exercises.md") == []
     assert exercise_problems(fixtures / "02_broken_exercises.md") == [
-        "ex-bad-missing: the solution needs a ```python block that assigns `answer`"]
-    assert exercise_problems(fixtures / "03_hang.md") == []  # no exercise at all: nothing to check here
+        "ex-bad-missing: the solution needs a ```python block that assigns `answer`"
+    ]
+    assert (
+        exercise_problems(fixtures / "03_hang.md") == []
+    )  # no exercise at all: nothing to check here
 
 
 def figure_cells(md: Path):
@@ -177,19 +221,30 @@ def test_figure_cells_have_caption_label_and_alt_text(md):
         name = meta["figure"].get("name") or ""
         alt = ((meta.get("image") or {}).get("alt") or "").strip()
         assert len(caption) > 20, f"{md.name}: figure cell starting {head!r} has no real caption"
-        assert re.fullmatch(r"fig-[a-z0-9-]+", name), f"{md.name}: figure cell {head!r} needs a `name: fig-...` label"
+        assert re.fullmatch(r"fig-[a-z0-9-]+", name), (
+            f"{md.name}: figure cell {head!r} needs a `name: fig-...` label"
+        )
         assert len(alt) > 30 and not alt.startswith("<Figure"), (
-            f"{md.name}: figure {name} needs alt text that describes it (mystnb: image: alt:)")
-        assert "hide-input" in cell.metadata.get("tags", []), f"{md.name}: figure {name} cell must be tagged hide-input"
+            f"{md.name}: figure {name} needs alt text that describes it (mystnb: image: alt:)"
+        )
+        assert "hide-input" in cell.metadata.get("tags", []), (
+            f"{md.name}: figure {name} cell must be tagged hide-input"
+        )
 
 
 @pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
 def test_figures_use_the_book_style(md):
     code = "\n".join(c.source for c in jupytext.read(md).cells if c.cell_type == "code")
     if any(True for _ in figure_cells(md)):
-        assert "use_book_style()" in code, f"{md.name}: call softlin.plotting.use_book_style() before plotting"
-    assert not RAINBOW.search(code), f"{md.name}: rainbow colour maps are not colour-blind safe: {RAINBOW.search(code)[0]}"
-    assert "plt.style.use" not in code, f"{md.name}: use softlin.plotting.use_book_style(), not another style"
+        assert "use_book_style()" in code, (
+            f"{md.name}: call softlin.plotting.use_book_style() before plotting"
+        )
+    assert not RAINBOW.search(code), (
+        f"{md.name}: rainbow colour maps are not colour-blind safe: {RAINBOW.search(code)[0]}"
+    )
+    assert "plt.style.use" not in code, (
+        f"{md.name}: use softlin.plotting.use_book_style(), not another style"
+    )
 
 
 def test_instructor_page_covers_plan_gpu_and_distribution():
@@ -198,4 +253,6 @@ def test_instructor_page_covers_plan_gpu_and_distribution():
     for topic in ("90 minutes", "GPU", "paper", "Colab", ".ipynb", "student"):
         assert topic in text, f"book/instructor.md does not mention {topic!r}"
     for md in CHAPTERS:
-        assert f"{{doc}}`{md.stem}`" in text or f"<{md.stem}>`" in text, f"book/instructor.md does not link {md.stem}"
+        assert f"{{doc}}`{md.stem}`" in text or f"<{md.stem}>`" in text, (
+            f"book/instructor.md does not link {md.stem}"
+        )

@@ -14,10 +14,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import exercise_checks
 import nbformat
 import pytest
-
-import exercise_checks
 from build_book import notebook_chapters
 from conftest import make_book, run_build
 
@@ -30,8 +29,11 @@ CHAPTERS = notebook_chapters(ROOT)
 def check_cells(md: Path) -> list[str]:
     import jupytext
 
-    return [exercise_checks.check_name(c) or "?" for c in jupytext.read(md).cells
-            if c.cell_type == "code" and exercise_checks.TAG_CHECK in c.metadata.get("tags", [])]
+    return [
+        exercise_checks.check_name(c) or "?"
+        for c in jupytext.read(md).cells
+        if c.cell_type == "code" and exercise_checks.TAG_CHECK in c.metadata.get("tags", [])
+    ]
 
 
 def problems(records: list[dict]) -> list[str]:
@@ -44,17 +46,31 @@ def problems(records: list[dict]) -> list[str]:
         if not (r["accepted"] and r["accepted_message"].startswith("Correct")):
             out.append(f"{name}: the folded solution is not accepted: {r['accepted_message']!r}")
         if not r["rejected"]:
-            out.append(f"{name}: a wrong answer (off by 37 %) is accepted: {r['rejected_message']!r}")
+            out.append(
+                f"{name}: a wrong answer (off by 37 %) is accepted: {r['rejected_message']!r}"
+            )
         if r["revealed"]:
-            out.append(f"{name}: the rejection message shows the key {r['revealed']}: {r['rejected_message']!r}")
+            out.append(
+                f"{name}: the rejection message shows the key {r['revealed']}: {r['rejected_message']!r}"
+            )
     return out
 
 
 @pytest.fixture(scope="module")
 def fixture_run(tmp_path_factory):
-    root = make_book(tmp_path_factory.mktemp("exbook"), ["01_explorer_and_exercises.md", "02_broken_exercises.md"])
-    rc, log, stage, _ = run_build("--root", str(root), "--mode", "fast", "--no-html", "--exercise-checks",
-                                  stage=root / "_build" / "stage")
+    root = make_book(
+        tmp_path_factory.mktemp("exbook"),
+        ["01_explorer_and_exercises.md", "02_broken_exercises.md"],
+    )
+    rc, log, stage, _ = run_build(
+        "--root",
+        str(root),
+        "--mode",
+        "fast",
+        "--no-html",
+        "--exercise-checks",
+        stage=root / "_build" / "stage",
+    )
     return rc, log, stage
 
 
@@ -71,7 +87,9 @@ def test_the_harness_accepts_good_checks_and_restores_the_random_state(fixture_r
     assert all(r["rejected_message"].startswith("Not yet") for r in records)
     status = json.loads((stage / "status.json").read_text())
     assert {r["chapter"]: r["exercise_checks"] for r in status["chapters"]} == {
-        "01_explorer_and_exercises": 2, "02_broken_exercises": 3}
+        "01_explorer_and_exercises": 2,
+        "02_broken_exercises": 3,
+    }
 
 
 def test_the_harness_catches_a_leaky_check_a_wrong_solution_and_a_missing_one(fixture_run):

@@ -16,13 +16,11 @@ from __future__ import annotations
 import base64
 import io
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
-
 from conftest import chromium_path, make_book, run_build
+from PIL import Image
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
 
@@ -33,24 +31,36 @@ DEFAULT = (4, 9)
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
     root = make_book(tmp_path_factory.mktemp("explorer-book"), ["01_explorer_and_exercises.md"])
-    rc, log, stage, _ = run_build("--root", str(root), "--mode", "default", stage=root / "_build" / "stage")
+    rc, log, stage, _ = run_build(
+        "--root", str(root), "--mode", "default", stage=root / "_build" / "stage"
+    )
     assert rc == 0, log[-3000:]
     html = stage / "_build" / "html" / "book" / "01_explorer_and_exercises.html"
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox", "--disable-gpu"])
+        browser = p.chromium.launch(
+            executable_path=chromium_path(), args=["--no-sandbox", "--disable-gpu"]
+        )
         context = browser.new_context(viewport={"width": 1280, "height": 900})
         external, errors = [], []
-        context.route(re.compile(r"^(https?|wss?)://"), lambda route: (external.append(route.request.url),
-                                                                      route.abort()))
+        context.route(
+            re.compile(r"^(https?|wss?)://"),
+            lambda route: (external.append(route.request.url), route.abort()),
+        )
         pg = context.new_page()
         pg.on("pageerror", lambda e: errors.append(str(e)))
         requested = []
         pg.on("request", lambda r: requested.append(r.url))
         pg.goto(html.as_uri(), wait_until="load")
         pg.wait_for_selector(".softlin-explorer.softlin-explorer-ready")
-        yield {"page": pg, "external": external, "errors": errors, "requested": requested, "html": html}
+        yield {
+            "page": pg,
+            "external": external,
+            "errors": errors,
+            "requested": requested,
+            "html": html,
+        }
         browser.close()
 
 
@@ -81,7 +91,9 @@ def test_the_page_starts_on_the_default_state(page):
     assert rectangle(shown(pg)) == rectangle_of_default(page)
     assert pg.eval_on_selector(".softlin-explorer output", "o => o.textContent") == "4"
     assert pg.eval_on_selector(".softlin-explorer select", "s => s.value") == "1"
-    assert "Explorer picture at width = 4, h = 9" in pg.eval_on_selector(".softlin-explorer img", "i => i.alt")
+    assert "Explorer picture at width = 4, h = 9" in pg.eval_on_selector(
+        ".softlin-explorer img", "i => i.alt"
+    )
 
 
 def test_every_state_shows_the_picture_of_that_state(page):
@@ -99,17 +111,28 @@ def test_every_state_shows_the_picture_of_that_state(page):
     unit_w = np.mean([px[(w, h)][0] / w for w, h in px])
     unit_h = np.mean([px[(w, h)][1] / h for w, h in px])
     for (w, h), (pw, ph) in px.items():  # one pixel of antialiasing at each edge
-        assert abs(pw - w * unit_w) <= 2 and abs(ph - h * unit_h) <= 2, ((w, h), (pw, ph), unit_w, unit_h)
+        assert abs(pw - w * unit_w) <= 2 and abs(ph - h * unit_h) <= 2, (
+            (w, h),
+            (pw, ph),
+            unit_w,
+            unit_h,
+        )
 
 
 def test_back_at_the_default_state_the_first_picture_returns(page):
     pg = page["page"]
     move(pg, 8, 3)
-    first = pg.eval_on_selector(".softlin-explorer", "e => e.querySelector('img').getAttribute('src')")
+    first = pg.eval_on_selector(
+        ".softlin-explorer", "e => e.querySelector('img').getAttribute('src')"
+    )
     move(pg, *DEFAULT)
     html = page["html"].read_text()
     default_src = re.search(r'<img class="softlin-explorer-frame" src="([^"]+)"', html).group(1)
-    assert pg.eval_on_selector(".softlin-explorer img", "i => i.getAttribute('src')") == default_src != first
+    assert (
+        pg.eval_on_selector(".softlin-explorer img", "i => i.getAttribute('src')")
+        == default_src
+        != first
+    )
 
 
 def test_printing_shows_the_default_picture_without_controls(page):
@@ -122,22 +145,35 @@ def test_printing_shows_the_default_picture_without_controls(page):
         '.colab-badge-line', '.prev-next-area'].map(s => [...document.querySelectorAll(s)]
         .every(e => getComputedStyle(e).display === 'none'))""")
     assert all(hidden), hidden
-    assert pg.evaluate("() => getComputedStyle(document.querySelector('.softlin-explorer')).breakInside") == "avoid"
+    assert (
+        pg.evaluate(
+            "() => getComputedStyle(document.querySelector('.softlin-explorer')).breakInside"
+        )
+        == "avoid"
+    )
     pg.emulate_media(media="screen")
     pg.evaluate("() => window.dispatchEvent(new Event('afterprint'))")
-    assert rectangle(shown(pg))[0] < rectangle_of_default(page)[0]  # back to the reader's state (width 2)
+    assert (
+        rectangle(shown(pg))[0] < rectangle_of_default(page)[0]
+    )  # back to the reader's state (width 2)
 
 
 def rectangle_of_default(page) -> tuple[int, int]:
     html = page["html"].read_text()
-    src = re.search(r'<img class="softlin-explorer-frame" src="data:image/png;base64,([^"]+)"', html).group(1)
+    src = re.search(
+        r'<img class="softlin-explorer-frame" src="data:image/png;base64,([^"]+)"', html
+    ).group(1)
     return rectangle(np.asarray(Image.open(io.BytesIO(base64.b64decode(src))).convert("L")))
 
 
 def test_no_widget_manager_no_network_no_script_error(page):
     assert not page["external"], page["external"]
     assert not page["errors"], page["errors"]
-    loaded = [u for u in page["requested"] if re.search(r"embed-amd|require\.js|jupyter-widgets", u)]
+    loaded = [
+        u for u in page["requested"] if re.search(r"embed-amd|require\.js|jupyter-widgets", u)
+    ]
     assert not loaded, f"the page loads the ipywidgets manager: {loaded}"
     html = page["html"].read_text()
-    assert "application/vnd.jupyter.widget-view+json" not in html and "widget-state+json" not in html
+    assert (
+        "application/vnd.jupyter.widget-view+json" not in html and "widget-state+json" not in html
+    )

@@ -11,10 +11,9 @@ import math
 
 import numpy as np
 import pytest
-import torch
-
 import softlin as sl
-import softlin.icl as icl
+import torch
+from softlin import icl
 
 F64 = torch.float64
 SIGMA = icl.kms_covariance(5, 0.5)
@@ -41,7 +40,9 @@ def test_kms_covariance_entries_and_spectrum():
             assert S[i, j] == 0.5 ** abs(i - j)
     ev = torch.linalg.eigvalsh(S)
     # eigenvalues quoted in the paper notes (3 decimals)
-    assert torch.allclose(ev, torch.tensor([0.360, 0.457, 0.690, 1.230, 2.262], dtype=F64), atol=1e-3)
+    assert torch.allclose(
+        ev, torch.tensor([0.360, 0.457, 0.690, 1.230, 2.262], dtype=F64), atol=1e-3
+    )
     assert torch.equal(icl.kms_covariance(3, -0.5)[0], torch.tensor([1.0, -0.5, 0.25], dtype=F64))
     assert icl.kms_covariance(4, 0.0).equal(torch.eye(4, dtype=F64))
 
@@ -58,9 +59,13 @@ def test_sampler_layout_noiseless(gen):
     prompts = icl.PromptSampler(SIGMA, 7, 4).sample(gen)
     assert prompts.tokens.shape == (4, 7, 6) and prompts.queries.shape == (4, 1, 6)
     assert prompts.targets.shape == (4,) and prompts.tasks.shape == (4, 5)
-    assert prompts.tokens.mT.stride(-1) == 1  # rows contiguous over the prompt (the fused step's layout)
+    assert (
+        prompts.tokens.mT.stride(-1) == 1
+    )  # rows contiguous over the prompt (the fused step's layout)
     # labels are exactly w^T x (to rounding), the query carries no label, the target is w^T x_q
-    assert torch.allclose(prompts.y, torch.einsum("bld,bd->bl", prompts.x, prompts.tasks), atol=1e-13)
+    assert torch.allclose(
+        prompts.y, torch.einsum("bld,bd->bl", prompts.x, prompts.tasks), atol=1e-13
+    )
     assert torch.all(prompts.queries[:, 0, -1] == 0)
     assert torch.allclose(prompts.targets, (prompts.x_query * prompts.tasks).sum(-1), atol=1e-13)
 
@@ -70,12 +75,16 @@ def test_sampler_moments(gen, released):
     """x ~ N(0, Sigma) (released: (CC)(CC)^T), w ~ N(0, tau2 I), noise variance s2 (prompt and target);
     the query input N(0, Sigma) (released: N(0, I))."""
     tau2, s2 = 0.2, 0.1
-    p = icl.sample_prompts(SIGMA, 50, 4000, tau2=tau2, noise_var=s2, generator=gen, released=released)
+    p = icl.sample_prompts(
+        SIGMA, 50, 4000, tau2=tau2, noise_var=s2, generator=gen, released=released
+    )
     C = torch.linalg.cholesky(SIGMA)
     prompt_cov = (C @ C) @ (C @ C).T if released else SIGMA
     query_cov = torch.eye(5, dtype=F64) if released else SIGMA
     x = p.x.reshape(-1, 5)
-    n = x.shape[0]  # 200 000 inputs: an entry of the sample covariance has SE <= sqrt(2/n) * max variance
+    n = x.shape[
+        0
+    ]  # 200 000 inputs: an entry of the sample covariance has SE <= sqrt(2/n) * max variance
     scale = float(prompt_cov.diagonal().max())
     assert torch.allclose(x.T @ x / n, prompt_cov, atol=5 * math.sqrt(2 / n) * scale)  # 5 SE
     # task coordinates: 20 000 draws of variance tau2, SE of the variance tau2 sqrt(2/20000)
@@ -83,7 +92,9 @@ def test_sampler_moments(gen, released):
     noise = p.y - torch.einsum("bld,bd->bl", p.x, p.tasks)
     assert abs(float(noise.var()) - s2) < 5 * s2 * math.sqrt(2 / noise.numel())
     xq = p.x_query  # 4000 queries: SE of an entry <= sqrt(2/4000) * max variance
-    assert torch.allclose(xq.T @ xq / xq.shape[0], query_cov, atol=5 * math.sqrt(2 / xq.shape[0]) * 2.3)
+    assert torch.allclose(
+        xq.T @ xq / xq.shape[0], query_cov, atol=5 * math.sqrt(2 / xq.shape[0]) * 2.3
+    )
     tnoise = p.targets - (p.x_query * p.tasks).sum(-1)
     assert abs(float(tnoise.var()) - s2) < 5 * s2 * math.sqrt(2 / tnoise.numel())
 
@@ -132,16 +143,23 @@ def test_infinite_prompt_prediction_is_lemma_2_1_with_singular_covariance(gen):
 
 def test_risk_fluctuation_constant_closed_form(gen):
     """Closed form against a Monte Carlo average of the fixed-pair delta-method constant."""
+
     def pair_constant(A, b, Sigma, w, xq):  # exp(a^T S a) b^2 (w^T S w + (w^T S a)^2), a = A x_q
         a = xq @ A.T
         Sw = w @ Sigma
-        return torch.exp((a @ Sigma * a).sum(-1)) * b**2 * ((Sw * w).sum(-1) + ((Sw * a).sum(-1)) ** 2)
+        return (
+            torch.exp((a @ Sigma * a).sum(-1)) * b**2 * ((Sw * w).sum(-1) + ((Sw * a).sum(-1)) ** 2)
+        )
 
-    Sigma = 0.5 * torch.eye(5, dtype=F64)  # b*^2 = sqrt(5)/0.5 > 4: e^{2 a^T Sigma a} integrable, MC is fine
+    Sigma = 0.5 * torch.eye(
+        5, dtype=F64
+    )  # b*^2 = sqrt(5)/0.5 > 4: e^{2 a^T Sigma a} integrable, MC is fine
     A, b = icl.bayes_optimal_parameters(Sigma)
     C = icl.risk_fluctuation_constant(A, b, Sigma)
     c2 = float(b) ** 2
-    assert C == pytest.approx(0.5 * c2 * 2.5 * (1 - 2 / c2) ** -2.5 * (c2 - 1) / (c2 - 2), rel=1e-12)
+    assert C == pytest.approx(
+        0.5 * c2 * 2.5 * (1 - 2 / c2) ** -2.5 * (c2 - 1) / (c2 - 2), rel=1e-12
+    )
     # a general (A, b) and tau2: compare with a direct average over w and x_q of the fixed-pair constant
     A2 = 0.1 * torch.randn(5, 5, generator=gen, dtype=F64)
     b2 = torch.tensor(0.7, dtype=F64)
@@ -195,7 +213,9 @@ def test_risk_gradient_closed_form_equals_autograd(gen):
     b.requires_grad_(True)
     gA, gb = torch.autograd.grad(icl.infinite_prompt_risk(A, b, SIGMA, tau2=0.7), (A, b))
     cA, cb = icl.infinite_prompt_risk_grad(A.detach(), b.detach(), SIGMA, tau2=0.7)
-    assert torch.allclose(gA, cA, rtol=1e-12, atol=1e-12) and torch.allclose(gb, cb, rtol=1e-12, atol=1e-12)
+    assert torch.allclose(gA, cA, rtol=1e-12, atol=1e-12) and torch.allclose(
+        gb, cb, rtol=1e-12, atol=1e-12
+    )
 
 
 def test_bayes_optimal_parameters():
@@ -205,7 +225,9 @@ def test_bayes_optimal_parameters():
     assert abs(float(torch.linalg.matrix_norm(A)) - float(b)) < 1e-12  # balanced
     assert torch.allclose(b * SIGMA @ A, torch.eye(5, dtype=F64), atol=1e-13)
     Ai, bi = icl.bayes_optimal_parameters(torch.eye(5, dtype=F64))
-    assert abs(float(bi) - 5**0.25) < 1e-12 and torch.allclose(Ai, torch.eye(5, dtype=F64) / 5**0.25)
+    assert abs(float(bi) - 5**0.25) < 1e-12 and torch.allclose(
+        Ai, torch.eye(5, dtype=F64) / 5**0.25
+    )
 
 
 def test_zero_risk_identity(gen):
@@ -239,20 +261,33 @@ def test_conditional_risk_integrates_task_and_noise(gen, kind):
         x = base.x[k].expand(n, 9, 5)
         xq = base.x_query[k].expand(n, 5)
         w = math.sqrt(tau2) * torch.randn(n, 5, generator=gen, dtype=F64)
-        y = (x @ w.unsqueeze(-1)).squeeze(-1) + math.sqrt(s2) * torch.randn(n, 9, generator=gen, dtype=F64)
+        y = (x @ w.unsqueeze(-1)).squeeze(-1) + math.sqrt(s2) * torch.randn(
+            n, 9, generator=gen, dtype=F64
+        )
         tokens = torch.cat([x, y.unsqueeze(-1)], -1)
         queries = torch.cat([xq, torch.zeros(n, 1, dtype=F64)], -1).unsqueeze(1)
         target = (w * xq).sum(-1) + math.sqrt(s2) * torch.randn(n, generator=gen, dtype=F64)
         err = 0.5 * (attention(tokens, queries, U, V)[:, 0, -1] - target) ** 2
-        assert abs(float(err.mean()) - float(exact[k])) < 4 * float(err.std()) / math.sqrt(n)  # 4 SE
+        assert abs(float(err.mean()) - float(exact[k])) < 4 * float(err.std()) / math.sqrt(
+            n
+        )  # 4 SE
 
 
 def test_finite_prompt_risk_at_the_optimum_matches_reference_table():
     """R_L(A*, b*) at L = 100: 0.408 +- 0.001 (paper notes, 3e5 tasks)."""
     A, b = icl.bayes_optimal_parameters(SIGMA)
-    est, se = icl.finite_prompt_risk(A, b, SIGMA, 100, n_prompts=40_000,
-                                     generator=torch.Generator().manual_seed(3), dtype=torch.float32)
-    assert abs(est - 0.408) < 5 * math.hypot(se, 0.001)  # 5 combined SE (heavy-tailed per-prompt risks)
+    est, se = icl.finite_prompt_risk(
+        A,
+        b,
+        SIGMA,
+        100,
+        n_prompts=40_000,
+        generator=torch.Generator().manual_seed(3),
+        dtype=torch.float32,
+    )
+    assert abs(est - 0.408) < 5 * math.hypot(
+        se, 0.001
+    )  # 5 combined SE (heavy-tailed per-prompt risks)
 
 
 def test_finite_prompt_risk_batched_uses_common_prompts(gen):
@@ -260,10 +295,12 @@ def test_finite_prompt_risk_batched_uses_common_prompts(gen):
     As = torch.stack([A, 0.8 * A])
     bs = torch.stack([b, b])
     for kw in ({}, {"noise_var": 0.1}, {"kind": "linear"}):
-        m, s = icl.finite_prompt_risk(As, bs, SIGMA, 20, n_prompts=500,
-                                      generator=torch.Generator().manual_seed(1), **kw)
-        m0, s0 = icl.finite_prompt_risk(A, b, SIGMA, 20, n_prompts=500,
-                                        generator=torch.Generator().manual_seed(1), **kw)
+        m, s = icl.finite_prompt_risk(
+            As, bs, SIGMA, 20, n_prompts=500, generator=torch.Generator().manual_seed(1), **kw
+        )
+        m0, s0 = icl.finite_prompt_risk(
+            A, b, SIGMA, 20, n_prompts=500, generator=torch.Generator().manual_seed(1), **kw
+        )
         assert m.shape == (2,) and abs(float(m[0]) - m0) < 1e-12 and abs(float(s[0]) - s0) < 1e-12
 
 
@@ -272,8 +309,9 @@ def test_linear_finite_prompt_risk_closed_form_matches_monte_carlo(gen, L):
     A, b = icl.bayes_optimal_parameters(SIGMA)
     A = A + 0.1 * torch.randn(5, 5, generator=gen, dtype=F64)
     exact = float(icl.linear_finite_prompt_risk(A, b, SIGMA, L, noise_var=0.3))
-    mc, se = icl.finite_prompt_risk(A, b, SIGMA, L, n_prompts=100_000, generator=gen, kind="linear",
-                                    noise_var=0.3)
+    mc, se = icl.finite_prompt_risk(
+        A, b, SIGMA, L, n_prompts=100_000, generator=gen, kind="linear", noise_var=0.3
+    )
     assert abs(mc - exact) < 4 * se  # 4 standard errors
     # and it tends to the infinite-prompt risk (+ noise/2) as L grows (the 1/L terms vanish)
     far = float(icl.linear_finite_prompt_risk(A, b, SIGMA, 10**9, noise_var=0.3))
@@ -328,7 +366,9 @@ def test_infinite_flow_converges_to_bayes_optimum_and_keeps_balance(gen, alpha):
     assert float(traj.risk[-1]) < 1e-16
     # conserved exactly by the flow; the solver (rtol 1e-10) keeps it to ~1e-9 of the scale b^2 ~ 4
     assert float(traj.invariant().abs().max()) < 1e-8
-    assert torch.all(traj.risk[1:] <= traj.risk[:-1] + 1e-14)  # a gradient flow never increases the risk
+    assert torch.all(
+        traj.risk[1:] <= traj.risk[:-1] + 1e-14
+    )  # a gradient flow never increases the risk
 
 
 def test_flow_vector_field_is_minus_the_gradient(gen):
@@ -338,7 +378,10 @@ def test_flow_vector_field_is_minus_the_gradient(gen):
     gA, gb = icl.infinite_prompt_risk_grad(A0, b0, SIGMA)
     traj = icl.infinite_prompt_flow(A0, b0, SIGMA, [0.0, h])
     # one Euler step has local error O(h^2 * |second derivative|) ~ 1e-8 * O(10)
-    assert torch.allclose(traj.A[1], A0 - h * gA, atol=1e-6) and abs(float(traj.b[1] - (b0 - h * gb))) < 1e-6
+    assert (
+        torch.allclose(traj.A[1], A0 - h * gA, atol=1e-6)
+        and abs(float(traj.b[1] - (b0 - h * gb))) < 1e-6
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -380,18 +423,27 @@ def test_full_model_gradients_equal_an_nn_module_reference(gen, kind):
             loss_ref = ((ref(p.tokens, p.queries) - p.targets) ** 2).mean()
             loss_ref.backward()
             assert abs(float(losses[s]) - loss_ref.item()) < 1e-13
-            ref_grads = (ref.q.weight.grad, ref.k.weight.grad, ref.v.weight.grad, ref.o.weight.grad[0])
+            ref_grads = (
+                ref.q.weight.grad,
+                ref.k.weight.grad,
+                ref.v.weight.grad,
+                ref.o.weight.grad[0],
+            )
             for new, old, grad in zip(trained.parameters(), model.parameters(), ref_grads):
                 assert torch.allclose((old[s] - new[s]) / 0.3, grad, rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.parametrize("n_lin", [1, 5])  # 5 linear models: the Gram-matrix branch of the fused step
+@pytest.mark.parametrize(
+    "n_lin", [1, 5]
+)  # 5 linear models: the Gram-matrix branch of the fused step
 def test_fused_step_equals_autograd_of_the_plain_forward(gen, n_lin):
     """The fast path against the readable one: losses, and the updates (lr times the gradients), agree to
     float64 rounding for a mixed list (a softmax stack, a linear stack, an unbatched model), on the
     sampler's layout and on contiguous tokens."""
     soft = icl.FullAttention.initialise(5, generator=gen, dtype=F64, starts=3)
-    lin = icl.FullAttention.initialise(5, generator=gen, dtype=F64, starts=n_lin).clone(kind="linear")
+    lin = icl.FullAttention.initialise(5, generator=gen, dtype=F64, starts=n_lin).clone(
+        kind="linear"
+    )
     one = icl.FullAttention.initialise(5, generator=gen, dtype=F64)
     p = icl.sample_prompts(SIGMA, 37, 16, tau2=0.2, noise_var=0.1, generator=gen)
     for tokens in (p.tokens, p.tokens.contiguous()):
@@ -418,8 +470,12 @@ def test_full_model_is_attention_with_merged_matrices(gen, kind):
 
 
 def test_full_model_starts_are_independent_models(gen):
-    stack = icl.FullAttention.initialise(5, generator=torch.Generator().manual_seed(3), dtype=F64, starts=4)
-    first = icl.FullAttention.initialise(5, generator=torch.Generator().manual_seed(3), dtype=F64, starts=2)
+    stack = icl.FullAttention.initialise(
+        5, generator=torch.Generator().manual_seed(3), dtype=F64, starts=4
+    )
+    first = icl.FullAttention.initialise(
+        5, generator=torch.Generator().manual_seed(3), dtype=F64, starts=2
+    )
     # start s does not depend on S
     assert torch.equal(stack.Q[:2], first.Q) and torch.equal(stack.o[:2], first.o)
     p = icl.sample_prompts(SIGMA, 12, 6, generator=gen)

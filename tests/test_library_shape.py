@@ -73,11 +73,15 @@ def test_every_softmax_over_tokens_goes_through_the_engine():
     pattern = re.compile(r"\b(torch\.softmax|\.softmax\(|F\.softmax|softmax\(dim)")
     for p in LIB.glob("*.py"):
         if p.name not in allowed:
-            assert not pattern.search(p.read_text()), f"{p.name} computes a softmax outside the engine"
+            assert not pattern.search(p.read_text()), (
+                f"{p.name} computes a softmax outside the engine"
+            )
     for md in CHAPTERS:
         for start, body, _ in _code_cells(md):
             text = "\n".join(body)
-            assert not pattern.search(text), f"{md.name}:{start} computes a softmax outside the engine"
+            assert not pattern.search(text), (
+                f"{md.name}:{start} computes a softmax outside the engine"
+            )
 
 
 @pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
@@ -85,16 +89,26 @@ def test_chapters_import_nothing_private_and_fit_the_column(md):
     for start, body, tags in _code_cells(md):
         for k, line in enumerate(body):
             assert len(line) <= 88, f"{md.name}:{start + k}: {len(line)} characters"
-            assert not re.search(r"softlin(\.\w+)*\._(?!_)\w+|from softlin\S* import .*\b_(?!_)\w+", line), \
-                f"{md.name}:{start + k} imports a private softlin name"
+            assert not re.search(
+                r"softlin(\.\w+)*\._(?!_)\w+|from softlin\S* import .*\b_(?!_)\w+", line
+            ), f"{md.name}:{start + k} imports a private softlin name"
         visible = not {"hide-input", "hide-cell", "remove-cell", "remove-input"} & set(tags)
         if visible:
-            assert len([b for b in body if b.strip()]) <= 18, f"{md.name}:{start}: visible cell too long"
+            assert len([b for b in body if b.strip()]) <= 18, (
+                f"{md.name}:{start}: visible cell too long"
+            )
 
 
-@pytest.mark.parametrize("md", [BOOK / "01_measure_view.md", BOOK / "02_infinite_prompt_limit.md",
-                                BOOK / "03_concentration.md", BOOK / "05_icl_linear_regression.md"],
-                         ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "md",
+    [
+        BOOK / "01_measure_view.md",
+        BOOK / "02_infinite_prompt_limit.md",
+        BOOK / "03_concentration.md",
+        BOOK / "05_icl_linear_regression.md",
+    ],
+    ids=lambda p: p.stem,
+)
 def test_chapters_show_the_implementing_lines(md):
     assert "show_source(" in md.read_text()
 

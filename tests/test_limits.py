@@ -8,9 +8,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-import torch
-
 import softlin as sl
+import torch
 
 F64 = torch.float64
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,8 +27,12 @@ GAMMA_B = J @ _t([[1.0, 0.5], [0.5, 1.0]]) @ J.T
 U = _t([[0.4, -0.2, 0.1], [0.3, 0.2, -0.3], [0.0, 0.25, 0.35]])
 V = _t([[1.0, 0.0, 0.5], [0.0, 1.0, -0.5]])
 
-LAWS = {"shifted full rank": (M_A, GAMMA_A), "regression tokens": (torch.zeros(3, dtype=F64), GAMMA_B),
-        "shifted rank 2": (J @ _t([0.3, 0.4]), GAMMA_B), "D=1": (_t([0.7]), _t([[1.3]]))}
+LAWS = {
+    "shifted full rank": (M_A, GAMMA_A),
+    "regression tokens": (torch.zeros(3, dtype=F64), GAMMA_B),
+    "shifted rank 2": (J @ _t([0.3, 0.4]), GAMMA_B),
+    "D=1": (_t([0.7]), _t([[1.3]])),
+}
 
 
 def _problem(gen, mean, Q=16):
@@ -58,7 +61,9 @@ def test_quadrature_matches_lemma_2_1(gen, name):
 WRONG_LIMITS = {
     "mean dropped": lambda q, U, V, m, G: q @ U.T @ G @ V.T,
     "U transposed": lambda q, U, V, m, G: (m + q @ U @ G) @ V.T,
-    "linear-attention limit V(G + m m^T) U z": lambda q, U, V, m, G: q @ U.T @ (G + torch.outer(m, m)) @ V.T,
+    "linear-attention limit V(G + m m^T) U z": lambda q, U, V, m, G: (
+        q @ U.T @ (G + torch.outer(m, m)) @ V.T
+    ),
     "offset of 1e-8": lambda q, U, V, m, G: sl.gaussian_attention_limit(q, U, V, m, G) + 1e-8,
 }
 
@@ -91,13 +96,20 @@ def test_chapter_2_fails_when_lemma_2_1_is_perturbed():
 
     nb = jupytext.read(ROOT / "book" / "02_infinite_prompt_limit.md")
     i = next(k for k, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
-    patch = ("mode = 'fast'\nimport functools, softlin\n_right = softlin.gaussian_attention_limit\n"
-             "softlin.gaussian_attention_limit = functools.wraps(_right)(lambda *args: _right(*args) + 1e-6)")
+    patch = (
+        "mode = 'fast'\nimport functools, softlin\n_right = softlin.gaussian_attention_limit\n"
+        "softlin.gaussian_attention_limit = functools.wraps(_right)(lambda *args: _right(*args) + 1e-6)"
+    )
     nb.cells.insert(i + 1, nbformat.v4.new_code_cell(patch))
     nb.cells = [c for c in nb.cells if "google.colab" not in c.source]
-    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
-    client = NotebookClient(nb, timeout=300, kernel_name="python3",
-                            resources={"metadata": {"path": str(ROOT)}})
+    nb.metadata["kernelspec"] = {
+        "display_name": "Python 3",
+        "language": "python",
+        "name": "python3",
+    }
+    client = NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
+    )
     with pytest.raises(CellExecutionError) as info:
         client.execute()
     msg = str(info.value)

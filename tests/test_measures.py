@@ -6,9 +6,8 @@ import math
 
 import numpy as np
 import pytest
-import torch
-
 import softlin as sl
+import torch
 
 F64 = torch.float64
 
@@ -33,7 +32,9 @@ def test_gaussian_log_mgf_against_monte_carlo(gen):
     x = mu.sample(400_000, generator=gen)
     mc = torch.log(torch.exp(x @ a).mean())
     # MC standard error of the mean of exp(a.x) is ~ sqrt(var/n); relative error here ~2e-3; allow 5 s.e.
-    assert abs(float(mc - mu.log_mgf(a))) < 5 * float(torch.exp(x @ a).std() / torch.exp(x @ a).mean()) / math.sqrt(4e5)
+    assert abs(float(mc - mu.log_mgf(a))) < 5 * float(
+        torch.exp(x @ a).std() / torch.exp(x @ a).mean()
+    ) / math.sqrt(4e5)
 
 
 def test_gaussian_sampling_moments_singular(gen):
@@ -62,8 +63,12 @@ def test_empirical_limit_is_softmax_attention(gen):
     q = torch.randn(4, 3, generator=gen, dtype=F64)
     U, V = torch.randn(3, 3, generator=gen, dtype=F64), torch.randn(2, 3, generator=gen, dtype=F64)
     for weights in (None, w):
-        torch.testing.assert_close(sl.attention_limit(sl.EmpiricalMeasure(atoms, weights), q, U, V),
-                                   sl.softmax_attention(atoms, q, U, V, weights=weights), rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(
+            sl.attention_limit(sl.EmpiricalMeasure(atoms, weights), q, U, V),
+            sl.softmax_attention(atoms, q, U, V, weights=weights),
+            rtol=1e-12,
+            atol=1e-12,
+        )
 
 
 def test_empirical_sampling_follows_weights(gen):
@@ -78,8 +83,13 @@ def test_rademacher_limit_is_tanh():
     mu = sl.RademacherMeasure(1)
     one = torch.eye(1, dtype=F64)
     z = torch.linspace(-30, 30, 61, dtype=F64)[:, None]
-    torch.testing.assert_close(sl.attention_limit(mu, z, one, one), torch.tanh(z), rtol=1e-14, atol=1e-14)
-    assert abs(float(sl.attention_limit(mu, torch.tensor([[2.0]], dtype=F64), one, one)) - 0.9640) < 1e-4
+    torch.testing.assert_close(
+        sl.attention_limit(mu, z, one, one), torch.tanh(z), rtol=1e-14, atol=1e-14
+    )
+    assert (
+        abs(float(sl.attention_limit(mu, torch.tensor([[2.0]], dtype=F64), one, one)) - 0.9640)
+        < 1e-4
+    )
 
 
 def test_rademacher_and_uniform_log_mgf_closed_forms():
@@ -89,12 +99,16 @@ def test_rademacher_and_uniform_log_mgf_closed_forms():
     h = math.sqrt(3.0)
     ha = (h * a).numpy()
     exact = np.log(np.sinh(ha) / ha).sum(-1)
-    torch.testing.assert_close(sl.UniformMeasure(2).log_mgf(a), torch.from_numpy(exact), rtol=1e-10, atol=1e-14)
+    torch.testing.assert_close(
+        sl.UniformMeasure(2).log_mgf(a), torch.from_numpy(exact), rtol=1e-10, atol=1e-14
+    )
 
 
 @pytest.mark.parametrize("measure", [sl.RademacherMeasure(2), sl.UniformMeasure(2)])
 def test_unit_variance_measures_have_unit_tilted_covariance_at_zero(measure):
-    torch.testing.assert_close(measure.tilted_covariance(torch.zeros(2, dtype=F64)), torch.eye(2, dtype=F64))
+    torch.testing.assert_close(
+        measure.tilted_covariance(torch.zeros(2, dtype=F64)), torch.eye(2, dtype=F64)
+    )
 
 
 @pytest.mark.parametrize("measure", [sl.RademacherMeasure(2), sl.UniformMeasure(2)])
@@ -112,7 +126,9 @@ def test_mixture_log_mgf_and_sampling(gen):
     probs = torch.tensor([0.4, 0.6], dtype=F64)
     mix = sl.GaussianMixtureMeasure(means, covs, probs)
     a = torch.tensor([0.5, -0.2], dtype=F64)
-    expected = torch.log(sum(p * torch.exp(m @ a + 0.5 * a @ c @ a) for p, m, c in zip(probs, means, covs)))
+    expected = torch.log(
+        sum(p * torch.exp(m @ a + 0.5 * a @ c @ a) for p, m, c in zip(probs, means, covs))
+    )
     torch.testing.assert_close(mix.log_mgf(a), expected)
     x = mix.sample(200_000, generator=gen)
     torch.testing.assert_close(x.mean(0), probs @ means, atol=0.01, rtol=0)
@@ -123,7 +139,9 @@ def test_heavy_tailed_measures_have_no_limit(gen, measure):
     assert float(measure.log_mgf(torch.zeros(2, dtype=F64))) == 0.0
     assert math.isinf(float(measure.log_mgf(torch.tensor([0.1, 0.0], dtype=F64))))
     with pytest.raises(ValueError, match="no finite moment generating function"):
-        sl.attention_limit(measure, torch.ones(1, 2, dtype=F64), torch.eye(2, dtype=F64), torch.eye(2, dtype=F64))
+        sl.attention_limit(
+            measure, torch.ones(1, 2, dtype=F64), torch.eye(2, dtype=F64), torch.eye(2, dtype=F64)
+        )
     with pytest.raises(ValueError, match="no finite moment generating function"):
         measure.tilted_covariance(torch.zeros(2, dtype=F64))
     x = measure.sample(100_000, generator=gen)
@@ -150,21 +168,54 @@ def test_sampling_is_reproducible():
     "make, exc, needle",
     [
         (lambda: sl.GaussianMeasure([0.0], torch.eye(1)), TypeError, "mean must be a torch.Tensor"),
-        (lambda: sl.GaussianMeasure(torch.zeros(2, dtype=F64), torch.eye(3, dtype=F64)), ValueError,
-         "cov must have shape (D, D) = (2, 2)"),
-        (lambda: sl.GaussianMeasure(torch.zeros(1, 2, dtype=F64), torch.eye(2, dtype=F64)), ValueError,
-         "mean must be a vector"),
-        (lambda: sl.GaussianMeasure(torch.zeros(2, dtype=F64), torch.tensor([[1.0, 0.5], [0.0, 1.0]], dtype=F64)),
-         ValueError, "cov must be symmetric"),
-        (lambda: sl.GaussianMeasure(torch.zeros(2, dtype=F64), torch.tensor([[1.0, 2.0], [2.0, 1.0]], dtype=F64)),
-         ValueError, "cov must be positive semi-definite, got smallest eigenvalue -1"),
-        (lambda: sl.GaussianMeasure(torch.tensor([0.0, float("nan")], dtype=F64), torch.eye(2, dtype=F64)),
-         ValueError, "mean must be finite"),
-        (lambda: sl.EmpiricalMeasure(torch.zeros(0, 2, dtype=F64)), ValueError, "at least one token"),
-        (lambda: sl.EmpiricalMeasure(torch.zeros(3, 2, dtype=F64), torch.zeros(3, dtype=F64)), ValueError, "all zero"),
+        (
+            lambda: sl.GaussianMeasure(torch.zeros(2, dtype=F64), torch.eye(3, dtype=F64)),
+            ValueError,
+            "cov must have shape (D, D) = (2, 2)",
+        ),
+        (
+            lambda: sl.GaussianMeasure(torch.zeros(1, 2, dtype=F64), torch.eye(2, dtype=F64)),
+            ValueError,
+            "mean must be a vector",
+        ),
+        (
+            lambda: sl.GaussianMeasure(
+                torch.zeros(2, dtype=F64), torch.tensor([[1.0, 0.5], [0.0, 1.0]], dtype=F64)
+            ),
+            ValueError,
+            "cov must be symmetric",
+        ),
+        (
+            lambda: sl.GaussianMeasure(
+                torch.zeros(2, dtype=F64), torch.tensor([[1.0, 2.0], [2.0, 1.0]], dtype=F64)
+            ),
+            ValueError,
+            "cov must be positive semi-definite, got smallest eigenvalue -1",
+        ),
+        (
+            lambda: sl.GaussianMeasure(
+                torch.tensor([0.0, float("nan")], dtype=F64), torch.eye(2, dtype=F64)
+            ),
+            ValueError,
+            "mean must be finite",
+        ),
+        (
+            lambda: sl.EmpiricalMeasure(torch.zeros(0, 2, dtype=F64)),
+            ValueError,
+            "at least one token",
+        ),
+        (
+            lambda: sl.EmpiricalMeasure(torch.zeros(3, 2, dtype=F64), torch.zeros(3, dtype=F64)),
+            ValueError,
+            "all zero",
+        ),
         (lambda: sl.RademacherMeasure(0), ValueError, "dim must be a positive integer"),
         (lambda: sl.UniformMeasure(2, half_width=-1.0), ValueError, "half_width must be positive"),
-        (lambda: sl.UniformMeasure(2, half_width=float("nan")), TypeError, "half_width must be a finite"),
+        (
+            lambda: sl.UniformMeasure(2, half_width=float("nan")),
+            TypeError,
+            "half_width must be a finite",
+        ),
         (lambda: sl.StudentTMeasure(2, df=0), ValueError, "df must be positive"),
         (lambda: sl.LogNormalMeasure(2, s="1"), TypeError, "s must be a finite real number"),
     ],
@@ -182,7 +233,9 @@ def test_gaussian_attention_limit_bad_inputs():
     with pytest.raises(ValueError, match="cov must be positive semi-definite"):
         sl.gaussian_attention_limit(q, U, V, torch.zeros(3, dtype=F64), -torch.eye(3, dtype=F64))
     with pytest.raises(ValueError, match="cov must be symmetric"):
-        sl.gaussian_attention_limit(q, U, V, torch.zeros(3, dtype=F64), torch.triu(torch.ones(3, 3, dtype=F64)))
+        sl.gaussian_attention_limit(
+            q, U, V, torch.zeros(3, dtype=F64), torch.triu(torch.ones(3, 3, dtype=F64))
+        )
     with pytest.raises(ValueError, match=r"cov must have shape \(3, 3\)"):
         sl.gaussian_attention_limit(q, U, V, torch.zeros(3, dtype=F64), torch.eye(2, dtype=F64))
 
@@ -190,11 +243,20 @@ def test_gaussian_attention_limit_bad_inputs():
 def test_attention_limit_bad_inputs():
     mu = sl.GaussianMeasure(torch.zeros(2, dtype=F64), torch.eye(2, dtype=F64))
     with pytest.raises(TypeError, match="measure must be a softlin TokenMeasure"):
-        sl.attention_limit("gaussian", torch.zeros(1, 2, dtype=F64), torch.eye(2, dtype=F64), torch.eye(2, dtype=F64))
+        sl.attention_limit(
+            "gaussian",
+            torch.zeros(1, 2, dtype=F64),
+            torch.eye(2, dtype=F64),
+            torch.eye(2, dtype=F64),
+        )
     with pytest.raises(ValueError, match="queries must have last dimension D = 2"):
-        sl.attention_limit(mu, torch.zeros(1, 3, dtype=F64), torch.eye(2, dtype=F64), torch.eye(2, dtype=F64))
+        sl.attention_limit(
+            mu, torch.zeros(1, 3, dtype=F64), torch.eye(2, dtype=F64), torch.eye(2, dtype=F64)
+        )
     with pytest.raises(ValueError, match=r"U must have shape \(2, 2\)"):
-        sl.attention_limit(mu, torch.zeros(1, 2, dtype=F64), torch.eye(3, dtype=F64), torch.eye(2, dtype=F64))
+        sl.attention_limit(
+            mu, torch.zeros(1, 2, dtype=F64), torch.eye(3, dtype=F64), torch.eye(2, dtype=F64)
+        )
     with pytest.raises(ValueError, match="dtype"):
         sl.attention_limit(mu, torch.zeros(1, 2), torch.eye(2), torch.eye(2))
 
@@ -203,11 +265,15 @@ def test_attention_limit_bad_inputs():
 # A full-rank law, regression tokens z = (x, w^T x) (rank 2), a shifted rank-2 law, and D = 1.
 _J = torch.cat([torch.eye(2, dtype=F64), torch.tensor([[0.8, -0.6]], dtype=F64)])
 _GAMMA_B = _J @ torch.tensor([[1.0, 0.5], [0.5, 1.0]], dtype=F64) @ _J.T
-LAWS = {"shifted full rank": (torch.tensor([0.5, -0.3, 0.2], dtype=F64),
-                              torch.tensor([[1.0, 0.3, 0.0], [0.3, 0.8, 0.2], [0.0, 0.2, 0.5]], dtype=F64)),
-        "regression tokens": (torch.zeros(3, dtype=F64), _GAMMA_B),
-        "shifted rank 2": (_J @ torch.tensor([0.3, 0.4], dtype=F64), _GAMMA_B),
-        "D=1": (torch.tensor([0.7], dtype=F64), torch.tensor([[1.3]], dtype=F64))}
+LAWS = {
+    "shifted full rank": (
+        torch.tensor([0.5, -0.3, 0.2], dtype=F64),
+        torch.tensor([[1.0, 0.3, 0.0], [0.3, 0.8, 0.2], [0.0, 0.2, 0.5]], dtype=F64),
+    ),
+    "regression tokens": (torch.zeros(3, dtype=F64), _GAMMA_B),
+    "shifted rank 2": (_J @ torch.tensor([0.3, 0.4], dtype=F64), _GAMMA_B),
+    "D=1": (torch.tensor([0.7], dtype=F64), torch.tensor([[1.3]], dtype=F64)),
+}
 
 
 @pytest.mark.parametrize("name", list(LAWS))
@@ -215,12 +281,16 @@ def test_range_factor_reproduces_cov_with_rank_columns(name):
     _, cov = LAWS[name]
     B = sl.gaussian_range_factor(cov)
     assert B.shape == (cov.shape[0], int(torch.linalg.matrix_rank(cov)))
-    torch.testing.assert_close(B @ B.T, cov, rtol=0, atol=1e-14)  # eigh reconstruction: rounding only
+    torch.testing.assert_close(
+        B @ B.T, cov, rtol=0, atol=1e-14
+    )  # eigh reconstruction: rounding only
 
 
 def test_range_factor_of_zero_cov_has_no_columns_and_rule_is_a_dirac():
     assert sl.gaussian_range_factor(torch.zeros(2, 2, dtype=F64)).shape == (2, 0)
-    nodes, weights = sl.gauss_hermite_rule(torch.tensor([1.0, 2.0], dtype=F64), torch.zeros(2, 2, dtype=F64), 5)
+    nodes, weights = sl.gauss_hermite_rule(
+        torch.tensor([1.0, 2.0], dtype=F64), torch.zeros(2, 2, dtype=F64), 5
+    )
     torch.testing.assert_close(nodes, torch.tensor([[1.0, 2.0]], dtype=F64))
     torch.testing.assert_close(weights, torch.ones(1, dtype=F64))
 
@@ -268,4 +338,6 @@ def test_linear_attention_limit_differs_from_softmax_by_the_mean_term(gen):
     for m in (mean, torch.zeros(3, dtype=F64)):
         mu = sl.GaussianMeasure(m, cov)
         diff = sl.attention_limit(mu, q, U, V) - sl.linear_attention_limit(mu, q, U, V)
-        torch.testing.assert_close(diff, (m - (q @ U.T @ m)[:, None] * m) @ V.T, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(
+            diff, (m - (q @ U.T @ m)[:, None] * m) @ V.T, rtol=1e-12, atol=1e-12
+        )

@@ -7,9 +7,8 @@ import math
 
 import numpy as np
 import pytest
-import torch
-
 import softlin as sl
+import torch
 from softlin import montecarlo as mc
 
 F64 = torch.float64
@@ -17,10 +16,14 @@ F64 = torch.float64
 
 def test_prompt_batches_bound_memory_and_draw_like_one_sample():
     mu = sl.GaussianMeasure(torch.zeros(2, dtype=F64), torch.eye(2, dtype=F64))
-    batches = list(mc.prompt_batches(mu, 100, 25, generator=torch.Generator().manual_seed(3), max_tokens=1000))
+    batches = list(
+        mc.prompt_batches(mu, 100, 25, generator=torch.Generator().manual_seed(3), max_tokens=1000)
+    )
     assert [b.shape for b in batches] == [(10, 100, 2), (10, 100, 2), (5, 100, 2)]
     whole = mu.sample(2500, generator=torch.Generator().manual_seed(3)).reshape(25, 100, 2)
-    torch.testing.assert_close(torch.cat(batches), whole, rtol=0, atol=0)  # the same stream of draws
+    torch.testing.assert_close(
+        torch.cat(batches), whole, rtol=0, atol=0
+    )  # the same stream of draws
 
 
 def test_prompt_batches_errors():
@@ -102,8 +105,9 @@ def test_gauss_hermite_rule_integrates_polynomials_exactly_on_a_singular_range()
     torch.testing.assert_close(second, cov + torch.outer(mean, mean), rtol=1e-13, atol=1e-13)
     a = torch.tensor([0.3, -0.2], dtype=F64)
     s = float(a @ cov @ a)  # (a^T X) ~ N(a^T m, s): fourth central moment 3 s^2
-    torch.testing.assert_close(w @ ((nodes - mean) @ a) ** 4, torch.tensor(3 * s * s, dtype=F64),
-                               rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(
+        w @ ((nodes - mean) @ a) ** 4, torch.tensor(3 * s * s, dtype=F64), rtol=1e-12, atol=1e-14
+    )
     with pytest.raises(ValueError, match="exceeds"):
         sl.gauss_hermite_rule(torch.zeros(3, dtype=F64), torch.eye(3, dtype=F64), 200)
 
@@ -121,8 +125,12 @@ def test_linear_limit_differs_from_softmax_limit_by_the_mean_term():
     # the generic route (autograd of the log-MGF of an empirical measure) agrees with its closed form
     atoms = torch.randn(7, 3, generator=g, dtype=F64)
     emp = sl.EmpiricalMeasure(atoms)
-    torch.testing.assert_close(sl.linear_attention_limit(emp, z, U, V), sl.linear_attention(
-        atoms.expand(4, 7, 3), z[:, None], U, V)[:, 0], rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(
+        sl.linear_attention_limit(emp, z, U, V),
+        sl.linear_attention(atoms.expand(4, 7, 3), z[:, None], U, V)[:, 0],
+        rtol=1e-12,
+        atol=1e-12,
+    )
 
 
 def test_submodules_load_lazily_after_import_softlin():

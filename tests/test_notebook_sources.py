@@ -10,7 +10,6 @@ from pathlib import Path
 import jupytext
 import pytest
 import yaml
-
 from build_book import is_notebook_source, notebook_chapters, toc_files
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,7 +22,9 @@ def _cells(nb):
 
 def test_every_toc_entry_exists():
     for f in toc_files(ROOT / "_toc.yml"):
-        assert (ROOT / (f + ".md")).exists() or (ROOT / (f + ".ipynb")).exists(), f"_toc.yml lists missing {f}"
+        assert (ROOT / (f + ".md")).exists() or (ROOT / (f + ".ipynb")).exists(), (
+            f"_toc.yml lists missing {f}"
+        )
 
 
 def test_every_book_notebook_is_in_the_toc():
@@ -49,8 +50,12 @@ def test_paired_ipynb_has_no_outputs(md):
     raw = json.loads(md.with_suffix(".ipynb").read_text())
     for i, cell in enumerate(raw["cells"]):
         if cell["cell_type"] == "code":
-            assert cell.get("outputs", []) == [], f"{md.stem}.ipynb cell {i} has outputs; clear them"
-            assert cell.get("execution_count") is None, f"{md.stem}.ipynb cell {i} has an execution count"
+            assert cell.get("outputs", []) == [], (
+                f"{md.stem}.ipynb cell {i} has outputs; clear them"
+            )
+            assert cell.get("execution_count") is None, (
+                f"{md.stem}.ipynb cell {i} has an execution count"
+            )
 
 
 @pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
@@ -61,7 +66,9 @@ def test_setup_and_parameters_cells(md):
     assert "google.colab" in setup.source and f"git+{url}@main" in setup.source, (
         f"{md.name}: the first code cell must be the Colab setup cell installing from {url}"
     )
-    assert "torch" not in setup.source.split("%pip", 1)[-1], "the setup cell must never install torch"
+    assert "torch" not in setup.source.split("%pip", 1)[-1], (
+        "the setup cell must never install torch"
+    )
     params = [c for c in code if "parameters" in c.metadata.get("tags", [])]
     assert len(params) == 1, f"{md.name}: exactly one cell must be tagged `parameters`"
     for name in ("mode", "device", "seed"):

@@ -14,12 +14,11 @@ import json
 import math
 
 import numpy as np
+import paper_experiment as pe
 import pytest
 import torch
 from scipy import stats
-
-import paper_experiment as pe
-import softlin.icl as icl
+from softlin import icl
 
 RESULTS = json.loads(pe.RESULTS.read_text())
 
@@ -47,18 +46,26 @@ def test_rerunning_the_first_1000_steps_matches_the_recorded_losses(tmp_path):
     settings = dict(rec["settings"], steps=pe.FIRST_BLOCK)
     rerun = pe.run(10, settings, out=tmp_path, progress=False)
     for kind in ("softmax", "linear"):
-        np.testing.assert_allclose(rerun["history"]["first_block"][kind],
-                                   rec["history"]["first_block"][kind], rtol=1e-4)
+        np.testing.assert_allclose(
+            rerun["history"]["first_block"][kind], rec["history"]["first_block"][kind], rtol=1e-4
+        )
         at_1000 = rec["history"]["steps"].index(pe.FIRST_BLOCK)
-        np.testing.assert_allclose(rerun["history"]["test_mse"][kind][-1],
-                                   rec["history"]["test_mse"][kind][at_1000], rtol=1e-4)
+        np.testing.assert_allclose(
+            rerun["history"]["test_mse"][kind][-1],
+            rec["history"]["test_mse"][kind][at_1000],
+            rtol=1e-4,
+        )
 
 
 def test_an_interrupted_run_resumes_to_the_uninterrupted_result(tmp_path):
     settings = {"steps": 30, "record_every": 10, "starts": 2, "n_test": 256}
     whole = pe.run(5, settings, out=tmp_path / "a", progress=False, checkpoint_every=10)
-    part = pe.run(5, settings, out=tmp_path / "b", progress=False, checkpoint_every=10, stop_after=20)
-    assert not part["complete"] and part["steps_done"] == 20  # what an interruption leaves: drawable
+    part = pe.run(
+        5, settings, out=tmp_path / "b", progress=False, checkpoint_every=10, stop_after=20
+    )
+    assert (
+        not part["complete"] and part["steps_done"] == 20
+    )  # what an interruption leaves: drawable
     assert (tmp_path / "b" / "checkpoints" / "L0005.pt").exists()
     resumed = pe.run(5, settings, out=tmp_path / "b", progress=False, checkpoint_every=10)
     assert resumed["complete"]
@@ -89,15 +96,18 @@ def test_a_shared_data_stream_does_not_understate_the_error_of_the_mean_over_sta
 def test_bayes_errors_are_the_ridge_errors_and_beat_other_lambdas():
     tau2, s2, L = 0.2, 0.1, 10
     Sigma = icl.kms_covariance(5, 0.5)
-    p = icl.sample_prompts(Sigma, L, 100_000, tau2=tau2, noise_var=s2,
-                           generator=torch.Generator().manual_seed(4))
+    p = icl.sample_prompts(
+        Sigma, L, 100_000, tau2=tau2, noise_var=s2, generator=torch.Generator().manual_seed(4)
+    )
     risk, ridge = pe.bayes_errors(p, tau2, s2)
     # E[ridge error | inputs] = the Bayes risk given the inputs: equal means within 4 SE of the difference
     diff = ridge - risk
     assert abs(float(diff.mean())) < 4 * float(diff.std()) / math.sqrt(diff.numel())
     x, y, xq = p.x, p.y, p.x_query
     for lam in (0.05, 5.0):  # other regularisers: worse by many paired standard errors
-        beta = torch.linalg.solve(x.mT @ x + lam * torch.eye(5, dtype=x.dtype), (x.mT @ y.unsqueeze(-1)))
+        beta = torch.linalg.solve(
+            x.mT @ x + lam * torch.eye(5, dtype=x.dtype), (x.mT @ y.unsqueeze(-1))
+        )
         other = ((xq * beta[..., 0]).sum(-1) - p.targets) ** 2
         d = other - ridge
         assert float(d.mean()) > 4 * float(d.std()) / math.sqrt(d.numel())
@@ -108,10 +118,15 @@ def test_the_code_digest_ignores_docstrings_and_comments_but_not_code():
     base = pe._digest(texts)
     doc = dict(texts)
     doc["lib/softlin/icl.py"] = texts["lib/softlin/icl.py"].replace(
-        '"""One plain SGD step on the batch MSE', '"""A reworded docstring.\n\n    One plain SGD step', 1)
+        '"""One plain SGD step on the batch MSE',
+        '"""A reworded docstring.\n\n    One plain SGD step',
+        1,
+    )
     icl_text = doc["lib/softlin/icl.py"]
     doc["lib/softlin/icl.py"] = icl_text.replace("    if fused:\n", "    if fused:  # a\n", 1)
     assert doc != texts and pe._digest(doc) == base
     code = dict(texts)
-    code["lib/softlin/_fast.py"] = texts["lib/softlin/_fast.py"].replace("(2.0 / B)", "(2.0 / (B + 0))", 1)
+    code["lib/softlin/_fast.py"] = texts["lib/softlin/_fast.py"].replace(
+        "(2.0 / B)", "(2.0 / (B + 0))", 1
+    )
     assert code != texts and pe._digest(code) != base

@@ -39,10 +39,9 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 import pytest
 import yaml
-from PIL import Image
-
 from build_book import notebook_chapters, toc_files
 from conftest import chromium_path
+from PIL import Image
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
 
@@ -54,10 +53,14 @@ NOTEBOOK_PAGES = {str(p.relative_to(ROOT).with_suffix("")) for p in notebook_cha
 # What Chromium prints on the console that is not an error of this site: the widget manager validates
 # its own JSON schema with ajv in strict mode and warns about it (a warning, listed for clarity).
 BENIGN_CONSOLE = [re.compile(r"strict mode: use allowUnionTypes")]
-DEFAULT_REPR = re.compile(r"^\s*(<Figure size|<matplotlib|Figure\(|<IPython|image/png|png$|output_)", re.I)
+DEFAULT_REPR = re.compile(
+    r"^\s*(<Figure size|<matplotlib|Figure\(|<IPython|image/png|png$|output_)", re.IGNORECASE
+)
 # A traceback, or a line that starts like an exception report ("ValueError: ..."); a printed "Error: 0.01"
 # or "relative error" is not matched.
-ERROR_LINE = re.compile(r"Traceback \(most recent call last\)|^\s*[A-Z]\w*(Error|Exception|Warning)\b:", re.M)
+ERROR_LINE = re.compile(
+    r"Traceback \(most recent call last\)|^\s*[A-Z]\w*(Error|Exception|Warning)\b:", re.MULTILINE
+)
 
 
 # Collected in the page after it loaded, MathJax finished and the widgets rendered.
@@ -157,7 +160,9 @@ SET_CONTROL = """([id, k, v]) => { const c = document.querySelector('#' + id + '
 def move_every_control(page, explorer: dict) -> dict:
     """Move each control of one explorer to each of its other values and back; compare the pictures."""
     eid = explorer["id"]
-    default_src = page.eval_on_selector(f"#{eid} img.softlin-explorer-frame", "i => i.getAttribute('src')")
+    default_src = page.eval_on_selector(
+        f"#{eid} img.softlin-explorer-frame", "i => i.getAttribute('src')"
+    )
     default = decode(default_src)
     moves, unchanged = 0, []
     for k, control in enumerate(explorer["controls"]):
@@ -224,7 +229,9 @@ def site(built_book):
     """Open every page of the built site once; return {toc file: collected facts}."""
     rc, log, stage = built_book
     if rc != 0:
-        pytest.fail(f"the default-mode book did not build (rc={rc}); see test_book.py. Last output:\n{log[-3000:]}")
+        pytest.fail(
+            f"the default-mode book did not build (rc={rc}); see test_book.py. Last output:\n{log[-3000:]}"
+        )
     html = stage / "_build" / "html"
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
@@ -234,7 +241,9 @@ def site(built_book):
         old.unlink()
     results = {}
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox", "--disable-gpu"])
+        browser = p.chromium.launch(
+            executable_path=chromium_path(), args=["--no-sandbox", "--disable-gpu"]
+        )
         context = browser.new_context(viewport={"width": 1280, "height": 900})
         # The site must render offline: any request that leaves file:// is recorded and refused.
         external = []
@@ -248,10 +257,18 @@ def site(built_book):
             page = context.new_page()
             events = {"failed": [], "errors": [], "console": [], "requests": []}
             page.on("request", lambda r, ev=events: ev["requests"].append(r.url))
-            page.on("requestfailed", lambda r, ev=events: ev["failed"].append(f"{r.url} ({r.failure})"))
+            page.on(
+                "requestfailed", lambda r, ev=events: ev["failed"].append(f"{r.url} ({r.failure})")
+            )
             page.on("pageerror", lambda e, ev=events: ev["errors"].append(str(e)))
-            page.on("console", lambda m, ev=events: ev["console"].append(f"{m.type}: {m.text}")
-                    if m.type in ("error", "warning") else None)
+            page.on(
+                "console",
+                lambda m, ev=events: (
+                    ev["console"].append(f"{m.type}: {m.text}")
+                    if m.type in ("error", "warning")
+                    else None
+                ),
+            )
             external.clear()
             target = html / (f + ".html")
             facts = {"exists": target.exists()}
@@ -262,27 +279,39 @@ def site(built_book):
                     facts["settled"] = True
                 except PlaywrightTimeout:
                     facts["settled"] = False
-                page.wait_for_timeout(300)  # let late layout (fonts, widget resize) finish before the shot
+                page.wait_for_timeout(
+                    300
+                )  # let late layout (fonts, widget resize) finish before the shot
                 facts.update(page.evaluate(COLLECT_JS))
                 page.screenshot(path=str(SHOTS / shot_name(f)), full_page=True)
-                facts["ids"] = page.evaluate("() => [...document.querySelectorAll('[id]')].map(e => e.id)")
+                facts["ids"] = page.evaluate(
+                    "() => [...document.querySelectorAll('[id]')].map(e => e.id)"
+                )
                 facts["api"] = page.evaluate(API_JS)
                 facts["moved"] = [move_every_control(page, e) for e in facts["explorers"]]
                 page.emulate_media(media="print")
                 page.evaluate("() => window.dispatchEvent(new Event('beforeprint'))")
                 facts["print"] = page.evaluate(PRINT_JS)
                 page.emulate_media(media="screen")
-            facts["widget_requests"] = [u for u in events["requests"]
-                                        if re.search(r"embed-amd|require\.js|html-manager", u)]
-            facts.update(failed=list(events["failed"]), errors=list(events["errors"]), external=list(external),
-                         console=[c for c in events["console"]
-                                  if not any(b.search(c) for b in BENIGN_CONSOLE)])
+            facts["widget_requests"] = [
+                u for u in events["requests"] if re.search(r"embed-amd|require\.js|html-manager", u)
+            ]
+            facts.update(
+                failed=list(events["failed"]),
+                errors=list(events["errors"]),
+                external=list(external),
+                console=[
+                    c for c in events["console"] if not any(b.search(c) for b in BENIGN_CONSOLE)
+                ],
+            )
             results[f] = facts
             page.close()
         # Dark mode: the theme's switch stores its choice in localStorage ("mode"); set it before loading.
         dark = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="dark")
         dark.route(re.compile(r"^(https?|wss?)://"), lambda route: route.abort())
-        dark.add_init_script("localStorage.setItem('mode', 'dark'); localStorage.setItem('theme', 'dark');")
+        dark.add_init_script(
+            "localStorage.setItem('mode', 'dark'); localStorage.setItem('theme', 'dark');"
+        )
         for f in PAGES:
             target = html / (f + ".html")
             if not target.exists():
@@ -298,10 +327,19 @@ def site(built_book):
             page.screenshot(path=str(SHOTS / "dark" / shot_name(f)), full_page=True)
             page.close()
         browser.close()
-    report = {f: {"html_bytes": r.get("html_bytes"), "file_bytes": (html / (f + ".html")).stat().st_size
-                  if (html / (f + ".html")).exists() else None,
-                  "explorers": [{**e, "moves": m["moves"]} for e, m in zip(r.get("explorers", []), r.get("moved", []))]}
-              for f, r in results.items()}
+    report = {
+        f: {
+            "html_bytes": r.get("html_bytes"),
+            "file_bytes": (html / (f + ".html")).stat().st_size
+            if (html / (f + ".html")).exists()
+            else None,
+            "explorers": [
+                {**e, "moves": m["moves"]}
+                for e, m in zip(r.get("explorers", []), r.get("moved", []))
+            ],
+        }
+        for f, r in results.items()
+    }
     (ROOT / "_build" / "site-report.json").write_text(json.dumps(report, indent=1))
     return {"pages": results, "html": html, "stage": stage}
 
@@ -326,14 +364,17 @@ def test_page_renders_offline_without_script_errors(site, page):
 def test_math_is_typeset(site, page):
     f = facts_of(site, page)
     assert f["math_typeset"] == f["math"], (
-        f"{page}: MathJax typeset {f['math_typeset']} of {f['math']} math elements")
+        f"{page}: MathJax typeset {f['math_typeset']} of {f['math']} math elements"
+    )
     assert not f["raw_tex"], f"{page}: raw TeX visible on the page: {f['raw_tex'][:5]}"
 
 
 @pytest.mark.parametrize("page", PAGES)
 def test_no_raw_markdown_is_visible(site, page):
     f = facts_of(site, page)
-    assert not f["raw_markdown"], f"{page}: unrendered Markdown (table rule or **bold**) visible: {f['raw_markdown'][:3]}"
+    assert not f["raw_markdown"], (
+        f"{page}: unrendered Markdown (table rule or **bold**) visible: {f['raw_markdown'][:3]}"
+    )
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -345,7 +386,9 @@ def test_images_load_and_have_real_alt_text(site, page):
         alt = (img["alt"] or "").strip()
         assert alt, f"{where} has no alt text"
         if img["in_main"]:
-            assert len(alt) >= 20 and not DEFAULT_REPR.search(alt), f"{where}: alt text is not a description: {alt!r}"
+            assert len(alt) >= 20 and not DEFAULT_REPR.search(alt), (
+                f"{where}: alt text is not a description: {alt!r}"
+            )
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -356,9 +399,11 @@ def test_figures_are_numbered_captioned_and_labelled(site, page):
             continue  # theme icons; a frozen widget's picture is followed by its captioned static figure
         where = f"{page}: figure {img['src'][-70:]}"
         assert img["caption"] is not None, (
-            f"{where} is not a captioned figure: give its cell `mystnb: figure: caption/name` and `image: alt`")
+            f"{where} is not a captioned figure: give its cell `mystnb: figure: caption/name` and `image: alt`"
+        )
         assert img["number"] and re.match(r"Fig\. \d+(\.\d+)*", img["number"]), (
-            f"{where} has no figure number (caption: {img['caption'][:80]!r})")
+            f"{where} has no figure number (caption: {img['caption'][:80]!r})"
+        )
         assert len(img["caption"]) > len(img["number"]) + 10, f"{where}: the caption is empty"
         assert img["figure_id"], f"{where} has no label (mystnb: figure: name)"
 
@@ -367,13 +412,17 @@ def test_figures_are_numbered_captioned_and_labelled(site, page):
 def test_colab_links_point_at_the_paired_notebook(site, page):
     f = facts_of(site, page)
     if page not in NOTEBOOK_PAGES:
-        assert not any(link["badge"] for link in f["colab_links"]), f"{page} is not a notebook but has a badge"
+        assert not any(link["badge"] for link in f["colab_links"]), (
+            f"{page} is not a notebook but has a badge"
+        )
         return
     cfg = yaml.safe_load((ROOT / "_config.yml").read_text())
     repo = cfg["repository"]["url"].rstrip("/")
     org_repo = repo.split("github.com/", 1)[1]
-    expected = (f"{cfg['launch_buttons']['colab_url'].rstrip('/')}/github/{org_repo}/blob/"
-                f"{cfg['repository']['branch']}/{page}.ipynb")
+    expected = (
+        f"{cfg['launch_buttons']['colab_url'].rstrip('/')}/github/{org_repo}/blob/"
+        f"{cfg['repository']['branch']}/{page}.ipynb"
+    )
     badges = [link for link in f["colab_links"] if link["badge"]]
     launch = [link for link in f["colab_links"] if not link["badge"]]
     assert len(badges) == 1, f"{page}: expected one 'Open in Colab' badge, found {len(badges)}"
@@ -381,8 +430,12 @@ def test_colab_links_point_at_the_paired_notebook(site, page):
     assert launch, f"{page}: the theme's launch button has no Colab entry"
     for link in badges + launch:
         assert link["href"] == expected, f"{page}: Colab link {link['href']} != {expected}"
-        path = ROOT / urlparse(link["href"]).path.split(f"/blob/{cfg['repository']['branch']}/", 1)[1]
-        assert path.is_file(), f"{page}: the Colab link targets {path.relative_to(ROOT)}, which does not exist"
+        path = (
+            ROOT / urlparse(link["href"]).path.split(f"/blob/{cfg['repository']['branch']}/", 1)[1]
+        )
+        assert path.is_file(), (
+            f"{page}: the Colab link targets {path.relative_to(ROOT)}, which does not exist"
+        )
 
 
 _ids_cache: dict[Path, set] = {}
@@ -392,7 +445,9 @@ def _ids(path: Path, site) -> set:
     if path not in _ids_cache:
         rel = path.relative_to(site["html"]).with_suffix("").as_posix()
         if rel in site["pages"] and "ids" in site["pages"][rel]:
-            _ids_cache[path] = set(site["pages"][rel]["ids"])  # the rendered DOM (includes JS-made ids)
+            _ids_cache[path] = set(
+                site["pages"][rel]["ids"]
+            )  # the rendered DOM (includes JS-made ids)
         else:
             _ids_cache[path] = set(re.findall(r'\bid="([^"]+)"', path.read_text(errors="replace")))
     return _ids_cache[path]
@@ -417,7 +472,11 @@ def test_internal_links_resolve(site, page):
             continue
         if not target.is_file():
             broken.append(f"{href} (no such file)")
-        elif url.fragment and target.suffix == ".html" and unquote(url.fragment) not in _ids(target, site):
+        elif (
+            url.fragment
+            and target.suffix == ".html"
+            and unquote(url.fragment) not in _ids(target, site)
+        ):
             broken.append(f"{href} (no element with id {url.fragment!r})")
     assert not broken, f"{page}: {len(broken)} broken internal link(s):\n" + "\n".join(broken[:20])
 
@@ -425,17 +484,25 @@ def test_internal_links_resolve(site, page):
 @pytest.mark.parametrize("page", PAGES)
 def test_no_error_text(site, page):
     f = facts_of(site, page)
-    assert not f["outputs"], f"{page}: error text in cell outputs:\n" + "\n---\n".join(o[:400] for o in f["outputs"][:3])
-    assert not f["stderr"], f"{page}: cells wrote to stderr (warnings?):\n" + "\n---\n".join(f["stderr"][:3])
-    assert not f["system_messages"], f"{page}: Sphinx/docutils error markers: {f['system_messages'][:3]}"
+    assert not f["outputs"], f"{page}: error text in cell outputs:\n" + "\n---\n".join(
+        o[:400] for o in f["outputs"][:3]
+    )
+    assert not f["stderr"], f"{page}: cells wrote to stderr (warnings?):\n" + "\n---\n".join(
+        f["stderr"][:3]
+    )
+    assert not f["system_messages"], (
+        f"{page}: Sphinx/docutils error markers: {f['system_messages'][:3]}"
+    )
 
 
 @pytest.mark.parametrize("page", PAGES)
 def test_headings_are_not_numbered_twice(site, page):
     f = facts_of(site, page)
     doubled = [h for h in f["headings"] if re.match(r"^(\d+(\.\d+)*)\.?\s+\1\.?\s", h)]
-    assert not doubled, (f"{page}: headings carry a number twice (the toc numbers chapters already; drop the "
-                         f"number from the title): {doubled[:3]}")
+    assert not doubled, (
+        f"{page}: headings carry a number twice (the toc numbers chapters already; drop the "
+        f"number from the title): {doubled[:3]}"
+    )
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -443,7 +510,8 @@ def test_no_frozen_widget_is_left(site, page):
     f = facts_of(site, page)
     assert f["widget_views"] == 0 and f["widget_elements"] == 0 and not f["widget_state"], (
         f"{page}: ipywidgets are left on the page ({f['widget_views']} views, {f['widget_elements']} elements); "
-        "use softlin.widgets.explorer, which the build precomputes")
+        "use softlin.widgets.explorer, which the build precomputes"
+    )
     assert not f["widget_text"], f"{page}: a widget placeholder or widget error message is visible"
     assert not f["widget_requests"], f"{page}: loads the ipywidgets manager: {f['widget_requests']}"
 
@@ -453,12 +521,17 @@ def test_every_explorer_moves_and_fits_the_page_budget(site, page):
     f = facts_of(site, page)
     for e, moved in zip(f["explorers"], f["moved"]):
         assert e["ready"], f"{page}: explorer {e['id']} was not set up by softlin-explorer.js"
-        assert e["at_default"], f"{page}: explorer {e['id']} does not open on its default state and picture"
-        assert all(c["n"] >= 2 for c in e["controls"]), f"{page}: explorer {e['id']} has a control with one value"
+        assert e["at_default"], (
+            f"{page}: explorer {e['id']} does not open on its default state and picture"
+        )
+        assert all(c["n"] >= 2 for c in e["controls"]), (
+            f"{page}: explorer {e['id']} has a control with one value"
+        )
         assert moved["moves"] == sum(c["n"] - 1 for c in e["controls"]) > 0
         assert not moved["unchanged"], (
             f"{page}: explorer {e['id']}: these (control, value) moves did not change the picture: "
-            f"{moved['unchanged'][:5]}")
+            f"{moved['unchanged'][:5]}"
+        )
     added = sum(e["bytes"] for e in f["explorers"])
     assert added <= 3_000_000, f"{page}: its explorers add {added / 1e6:.2f} MB (budget 3 MB)"
 
@@ -468,7 +541,9 @@ def test_print_hides_the_site_chrome_and_shows_explorers_at_their_default(site, 
     f = facts_of(site, page)
     visible = [(sel, n) for sel, n in f["print"]["hidden"] if n]
     assert not visible, f"{page}: visible in print: {visible}"
-    assert f["print"]["explorers_at_default"], f"{page}: an explorer does not print its default picture"
+    assert f["print"]["explorers_at_default"], (
+        f"{page}: an explorer does not print its default picture"
+    )
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -479,7 +554,9 @@ def test_dark_mode_keeps_figures_and_text_readable(site, page):
     for img in dark["images"]:  # figures are drawn dark on white: their background must stay light
         shade = img["background"] if img["background"] is not None else img["behind"]
         assert shade > 0.8, f"{page}: image ...{img['src']} sits on a dark background in dark mode"
-    assert not dark["low_contrast"], f"{page}: text below contrast 4.5 in dark mode: {dark['low_contrast'][:5]}"
+    assert not dark["low_contrast"], (
+        f"{page}: text below contrast 4.5 in dark mode: {dark['low_contrast'][:5]}"
+    )
 
 
 def test_the_api_page_documents_every_public_name(site):
@@ -489,8 +566,15 @@ def test_the_api_page_documents_every_public_name(site):
     documented = {a["id"]: a["doc"] for a in f["api"]}
     text = (ROOT / "book" / "api.md").read_text()
     listed = re.search(r"\.\. softlin-api::\n\n((?:   \S+\n)+)", text).group(1).split()
-    assert {"softlin", "softlin.attention", "softlin.measures", "softlin.montecarlo", "softlin.modes",
-            "softlin.plotting", "softlin.widgets"} <= set(listed)
+    assert {
+        "softlin",
+        "softlin.attention",
+        "softlin.measures",
+        "softlin.montecarlo",
+        "softlin.modes",
+        "softlin.plotting",
+        "softlin.widgets",
+    } <= set(listed)
     missing, empty = [], []
     for name in listed:
         module = importlib.import_module(name)
@@ -506,13 +590,20 @@ def test_the_api_page_documents_every_public_name(site):
 
 
 def test_every_page_has_a_screenshot(site):
-    missing = [p for p in PAGES if not (SHOTS / shot_name(p)).is_file() or not (SHOTS / "dark" / shot_name(p)).is_file()]
+    missing = [
+        p
+        for p in PAGES
+        if not (SHOTS / shot_name(p)).is_file() or not (SHOTS / "dark" / shot_name(p)).is_file()
+    ]
     assert not missing, f"no screenshot (light and dark) for {missing}"
 
 
 def test_status_page_lists_every_chapter_with_its_time(site):
     status = (site["html"] / "book" / "status.html").read_text()
-    assert "<code class=\"docutils literal notranslate\"><span class=\"pre\">default</span></code> mode" in status
+    assert (
+        '<code class="docutils literal notranslate"><span class="pre">default</span></code> mode'
+        in status
+    )
     for md in notebook_chapters(ROOT):
         assert f'href="{md.stem}.html"' in status, f"the status page does not link {md.stem}"
     for pkg in ("torch", "numpy", "matplotlib", "ipywidgets", "jupyter-book", "mathjax"):
@@ -524,8 +615,18 @@ def test_handouts_print_one_pdf_per_chapter(site, tmp_path):
     import sys
 
     out = tmp_path / "handouts"
-    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "handouts.py"), "--site", str(site["html"]),
-                           "--out", str(out)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tools" / "handouts.py"),
+            "--site",
+            str(site["html"]),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     chapters = [md.stem for md in notebook_chapters(ROOT) if re.match(r"\d\d_", md.stem)]
     for stem in chapters:

@@ -5,10 +5,9 @@ from __future__ import annotations
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-
-from softlin import modes, plotting, widgets  # noqa: E402
+import matplotlib.pyplot as plt
+import pytest
+from softlin import modes, plotting, widgets
 
 
 def test_book_style_pairs_each_colour_with_a_marker_and_a_line_style():

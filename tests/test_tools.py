@@ -8,14 +8,13 @@ import tarfile
 from pathlib import Path
 from types import SimpleNamespace
 
-import pytest
-
 import fetch_vendor
-from student_notebooks import student_copy, strip_solutions
+import pytest
+from student_notebooks import strip_solutions, student_copy
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
-import book_site  # noqa: E402
+import book_site
 
 
 def make_tgz(path: Path, files: dict[str, bytes]) -> Path:
@@ -40,15 +39,28 @@ def test_every_vendored_package_is_pinned_by_version_and_sha256():
 
 
 def test_extract_copies_files_folders_and_globs_only(tmp_path):
-    tgz = make_tgz(tmp_path / "p.tgz", {
-        "package/a.js": b"a", "package/dist/x.woff2": b"x", "package/dist/sub/y.woff2": b"y",
-        "package/dist/z.ttf": b"z", "package/fonts/f1": b"1", "package/fonts/deep/f2": b"2"})
+    tgz = make_tgz(
+        tmp_path / "p.tgz",
+        {
+            "package/a.js": b"a",
+            "package/dist/x.woff2": b"x",
+            "package/dist/sub/y.woff2": b"y",
+            "package/dist/z.ttf": b"z",
+            "package/fonts/f1": b"1",
+            "package/fonts/deep/f2": b"2",
+        },
+    )
     dest = tmp_path / "out"
-    n = fetch_vendor.extract(tgz, [("package/a.js", "lib/a.js"), ("package/dist/*.woff2", "w/"),
-                                   ("package/fonts/", "f/")], dest)
+    n = fetch_vendor.extract(
+        tgz,
+        [("package/a.js", "lib/a.js"), ("package/dist/*.woff2", "w/"), ("package/fonts/", "f/")],
+        dest,
+    )
     assert n == 4
     assert (dest / "lib/a.js").read_bytes() == b"a"
-    assert sorted(p.name for p in (dest / "w").iterdir()) == ["x.woff2"]  # the glob does not recurse
+    assert sorted(p.name for p in (dest / "w").iterdir()) == [
+        "x.woff2"
+    ]  # the glob does not recurse
     assert (dest / "f/f1").exists() and (dest / "f/deep/f2").exists()
     assert not (dest / "w/z.ttf").exists()
 
@@ -61,7 +73,9 @@ def test_extract_fails_on_a_missing_member(tmp_path):
 
 def test_a_cached_tarball_with_the_wrong_hash_is_not_used(tmp_path, monkeypatch):
     make_tgz(tmp_path / "mathjax-3.2.2.tgz", {"package/a.js": b"tampered"})
-    monkeypatch.setattr(fetch_vendor.shutil, "which", lambda name: None)  # no npm: must not fall back
+    monkeypatch.setattr(
+        fetch_vendor.shutil, "which", lambda name: None
+    )  # no npm: must not fall back
     with pytest.raises(SystemExit, match="not in the cache"):
         fetch_vendor.fetch("mathjax@3.2.2", fetch_vendor.PACKAGES["mathjax@3.2.2"][0], tmp_path)
 
@@ -102,11 +116,16 @@ Easy.
 
 
 def test_colab_badge_url_comes_from_the_repository_config():
-    config = SimpleNamespace(html_theme_options={
-        "repository_url": "https://github.com/org/repo", "repository_branch": "main",
-        "launch_buttons": {"colab_url": "https://colab.research.google.com"}})
+    config = SimpleNamespace(
+        html_theme_options={
+            "repository_url": "https://github.com/org/repo",
+            "repository_branch": "main",
+            "launch_buttons": {"colab_url": "https://colab.research.google.com"},
+        }
+    )
     assert book_site.colab_url(config, "book/01_x") == (
-        "https://colab.research.google.com/github/org/repo/blob/main/book/01_x.ipynb")
+        "https://colab.research.google.com/github/org/repo/blob/main/book/01_x.ipynb"
+    )
     config.html_theme_options["path_to_docs"] = "docs/"
     assert book_site.colab_url(config, "a").endswith("/blob/main/docs/a.ipynb")
     config.html_theme_options["repository_url"] = "https://gitlab.com/org/repo"
@@ -125,5 +144,8 @@ def test_a_student_copy_keeps_the_key_and_check_cells_and_drops_the_solutions(tm
     assert removed == 3 and "{solution}" not in text and "answer = V @ z0" not in text
     tags = [c.metadata.get("tags", []) for c in nb.cells if c.cell_type == "code"]
     assert sum("exercise-check" in t for t in tags) == 2
-    assert "check_ex_fx_value = answer_check(" in text and "check_ex_fx_function = answer_check(" in text
+    assert (
+        "check_ex_fx_value = answer_check(" in text
+        and "check_ex_fx_function = answer_check(" in text
+    )
     assert text.count("{exercise}") == 3

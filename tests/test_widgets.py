@@ -14,15 +14,21 @@ import re
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import torch  # noqa: E402
-from ipywidgets import (Dropdown, FloatLogSlider, FloatSlider, IntSlider, SelectionSlider, Text,  # noqa: E402
-                        fixed)
-from PIL import Image  # noqa: E402
-
-from softlin import widgets  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+from ipywidgets import (
+    Dropdown,
+    FloatLogSlider,
+    FloatSlider,
+    IntSlider,
+    SelectionSlider,
+    Text,
+    fixed,
+)
+from PIL import Image
+from softlin import widgets
 
 
 @pytest.fixture
@@ -32,7 +38,11 @@ def static(monkeypatch):
 
 def parse(html_obj) -> tuple[str, dict]:
     page = html_obj.data
-    payload = re.search(r'<script type="application/json" class="softlin-explorer-data">(.*?)</script>', page, re.S)
+    payload = re.search(
+        r'<script type="application/json" class="softlin-explorer-data">(.*?)</script>',
+        page,
+        re.DOTALL,
+    )
     return page, json.loads(payload.group(1))
 
 
@@ -48,12 +58,18 @@ def test_static_explorer_draws_every_state_once_in_c_order_and_shows_the_default
         ax.plot([0, 1], [0, L])
         ax.set_title(f"L={L} {law}")
 
-    out = widgets.explorer(plot, L=SelectionSlider(options=[10, 30, 100], value=30, description="L"),
-                           law=Dropdown(options=["gauss", "student"], value="student"), c=fixed(7))
+    out = widgets.explorer(
+        plot,
+        L=SelectionSlider(options=[10, 30, 100], value=30, description="L"),
+        law=Dropdown(options=["gauss", "student"], value="student"),
+        c=fixed(7),
+    )
     page, data = parse(out)
     states = [(L, law, 7) for L in (10, 30, 100) for law in ("gauss", "student")]
     assert calls[0] == (30, "student", 7)  # the default first: its layout is kept for every state
-    drawn = [c for i, c in enumerate(calls[1:-1]) if i == 0 or c != calls[i]]  # a redraw for room: once
+    drawn = [
+        c for i, c in enumerate(calls[1:-1]) if i == 0 or c != calls[i]
+    ]  # a redraw for room: once
     assert drawn == states  # every state, the last control varying fastest
     assert calls[-1] == (30, "student", 7)  # the default drawn again: the determinism check
     assert data["shape"] == [3, 2] and data["default"] == [1, 1]
@@ -64,9 +80,11 @@ def test_static_explorer_draws_every_state_once_in_c_order_and_shows_the_default
     assert src.startswith("data:image/png;base64,") and f'data-frame="{flat}"' in page
     pictures = [decode(f) if f else decode(src) for f in data["frames"]]
     assert pictures[0].shape == (360, 576, 3)  # FIGSIZE at DPI, the same for every frame
-    assert len({p.tobytes() for p in pictures}) == 6, "the six states must give six different pictures"
+    assert len({p.tobytes() for p in pictures}) == 6, (
+        "the six states must give six different pictures"
+    )
     assert 'value="1"' in page and "<select" in page and 'type="range"' in page
-    assert "alt=\"Explorer picture at L = 30, law = student" in page
+    assert 'alt="Explorer picture at L = 30, law = student' in page
     assert plt.get_fignums() == []
 
 
@@ -78,19 +96,30 @@ def test_slider_values_are_every_step_and_include_the_default(static):
         seen.setdefault("b", set()).add(b)
         seen.setdefault("n", set()).add(n)
 
-    out = widgets.explorer(plot, a=FloatSlider(value=0.75, min=0.0, max=1.0, step=0.25),
-                           b=FloatLogSlider(value=1.0, base=10, min=-1, max=1, step=1), n=IntSlider(3, 1, 5, 2))
+    out = widgets.explorer(
+        plot,
+        a=FloatSlider(value=0.75, min=0.0, max=1.0, step=0.25),
+        b=FloatLogSlider(value=1.0, base=10, min=-1, max=1, step=1),
+        n=IntSlider(3, 1, 5, 2),
+    )
     _, data = parse(out)
     assert sorted(seen["a"]) == [0.0, 0.25, 0.5, 0.75, 1.0]
     assert np.allclose(sorted(seen["b"]), [0.1, 1.0, 10.0]) and 1.0 in seen["b"]
     assert sorted(seen["n"]) == [1, 3, 5]
-    assert data["labels"][0] == ["0.00", "0.25", "0.50", "0.75", "1.00"] and data["default"] == [3, 1, 1]
+    assert data["labels"][0] == ["0.00", "0.25", "0.50", "0.75", "1.00"] and data["default"] == [
+        3,
+        1,
+        1,
+    ]
 
 
 def test_too_many_states_is_an_error_that_names_the_controls(static):
     with pytest.raises(ValueError, match=r"400 states \(L: 20 x tilt: 20 values\).*at most 60"):
-        widgets.explorer(lambda ax, L, tilt: None, L=IntSlider(value=5, min=5, max=100, step=5),
-                         tilt=FloatSlider(value=0.1, min=0.1, max=2.0, step=0.1))
+        widgets.explorer(
+            lambda ax, L, tilt: None,
+            L=IntSlider(value=5, min=5, max=100, step=5),
+            tilt=FloatSlider(value=0.1, min=0.1, max=2.0, step=0.1),
+        )
 
 
 def test_a_control_without_finite_values_or_a_default_off_its_steps_is_refused(static):
@@ -114,14 +143,18 @@ def test_a_plot_that_is_not_deterministic_is_refused(static):
 
 def test_the_live_explorer_is_unchanged_without_the_environment_variable(monkeypatch):
     monkeypatch.delenv(widgets.STATIC_ENV, raising=False)
-    box = widgets.explorer(lambda ax, L: ax.plot([0, L]), L=SelectionSlider(options=[1, 2], value=1))
+    box = widgets.explorer(
+        lambda ax, L: ax.plot([0, L]), L=SelectionSlider(options=[1, 2], value=1)
+    )
     slider, image = box.children
     assert type(slider).__name__ == "SelectionSlider" and bytes(image.value[:4]) == b"\x89PNG"
 
 
 def test_a_tex_description_is_typeset_and_kept_out_of_the_alt_text(static):
-    out = widgets.explorer(lambda ax, a: ax.plot([0, a]), a=SelectionSlider(options=[1, 2], value=2,
-                                                                           description=r"$\alpha$"))
+    out = widgets.explorer(
+        lambda ax, a: ax.plot([0, a]),
+        a=SelectionSlider(options=[1, 2], value=2, description=r"$\alpha$"),
+    )
     page, data = parse(out)
     assert r'<span class="math notranslate nohighlight">\(\alpha\)</span>' in page
     assert data["names"] == ["alpha"] and 'alt="Explorer picture at alpha = 2' in page
@@ -129,10 +162,11 @@ def test_a_tex_description_is_typeset_and_kept_out_of_the_alt_text(static):
 
 # --- answer_check -------------------------------------------------------------------------------------
 
+
 def test_answer_check_accepts_the_key_and_rejects_without_printing_it(capsys):
     key = torch.tensor([0.123456, -2.5])
     check = widgets.answer_check(lambda: key, rtol=1e-9, hint="Hint: look at the weights.")
-    assert check(key.clone()) == True  # noqa: E712 (a verdict, not a bool)
+    assert check(key.clone()) == True
     assert capsys.readouterr().out.startswith("Correct")
     assert check(key * 1.1) == False
     out = capsys.readouterr().out
@@ -165,13 +199,16 @@ def test_answer_check_rejects_bad_arguments():
 def test_a_verdict_is_true_or_false_and_not_echoed():
     check = widgets.answer_check(lambda: 1.0)
     verdict = check(1.0)
-    assert verdict and verdict == True and repr(verdict) == "True"  # noqa: E712
+    assert verdict and verdict == True and repr(verdict) == "True"
     assert hasattr(verdict, "_ipython_display_") and not check(2.0)
 
 
 def test_a_control_with_one_value_is_not_shown(static):
-    out = widgets.explorer(lambda ax, L, seed: ax.plot([0, L + seed]), L=SelectionSlider(options=[1, 2], value=1),
-                           seed=[5])
+    out = widgets.explorer(
+        lambda ax, L, seed: ax.plot([0, L + seed]),
+        L=SelectionSlider(options=[1, 2], value=1),
+        seed=[5],
+    )
     page, data = parse(out)
     assert data["names"] == ["L"] and page.count("data-control=") == 1
 
@@ -179,7 +216,9 @@ def test_a_control_with_one_value_is_not_shown(static):
 def test_in_check_mode_the_explorer_validates_and_draws_the_default_only(monkeypatch):
     monkeypatch.setenv(widgets.STATIC_ENV, "check")
     calls = []
-    out = widgets.explorer(lambda ax, L: calls.append(L), L=SelectionSlider(options=[1, 2, 3], value=2))
+    out = widgets.explorer(
+        lambda ax, L: calls.append(L), L=SelectionSlider(options=[1, 2, 3], value=2)
+    )
     assert calls == [2, 2, 2] and "checked the 3 states" in out.data
     with pytest.raises(ValueError, match="more than the 60"):
         widgets.explorer(lambda ax, L: None, L=IntSlider(value=1, min=1, max=100))
@@ -195,7 +234,9 @@ def test_the_default_layout_is_kept_unless_a_state_needs_more_room():
     frozen, _ = widgets._draw(plot, {"label": "y"}, position)
     assert np.array_equal(frozen, rgb)  # the same layout gives the same picture
     wide = "a label far too long " * 3
-    fitted, _ = widgets._draw(plot, {"label": "\n".join([wide] * 4)}, position)  # falls back to a layout
+    fitted, _ = widgets._draw(
+        plot, {"label": "\n".join([wide] * 4)}, position
+    )  # falls back to a layout
     plt.close("all")
     assert fitted.shape == rgb.shape
 

@@ -40,13 +40,28 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import exercise_checks  # noqa: E402
-import fetch_vendor  # noqa: E402
+import exercise_checks
+import fetch_vendor
 
 ROOT = Path(__file__).resolve().parents[1]
 MODES = ("fast", "default", "paper")
-VERSIONED = ["torch", "numpy", "scipy", "matplotlib", "ipywidgets", "jupyter-book", "sphinx", "myst-nb",
-             "sphinx-proof", "sphinx-exercise", "jupytext", "papermill", "nbclient", "ipykernel", "softlin"]
+VERSIONED = [
+    "torch",
+    "numpy",
+    "scipy",
+    "matplotlib",
+    "ipywidgets",
+    "jupyter-book",
+    "sphinx",
+    "myst-nb",
+    "sphinx-proof",
+    "sphinx-exercise",
+    "jupytext",
+    "papermill",
+    "nbclient",
+    "ipykernel",
+    "softlin",
+]
 
 
 def toc_files(toc_path: Path) -> list[str]:
@@ -113,7 +128,9 @@ def failed_cell(path: Path) -> str:
     except Exception:
         return ""
     for i, cell in enumerate(nb.cells):
-        if cell.cell_type == "code" and any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
+        if cell.cell_type == "code" and any(
+            o.get("output_type") == "error" for o in cell.get("outputs", [])
+        ):
             first = next((line for line in cell.source.splitlines() if line.strip()), "")
             return f"cell {i} (`{first[:70]}`)"
     return ""
@@ -128,14 +145,25 @@ def nbformat_read(path):
 def strip_unused_widget_state(nb) -> None:
     """Drop the saved ipywidgets state when no output displays a widget: controls created only to be read
     (a static explorer's sliders) would otherwise make the page load the 3.6 MB widget manager."""
-    views = any("application/vnd.jupyter.widget-view+json" in o.get("data", {})
-                for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    views = any(
+        "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.get("outputs", [])
+    )
     if not views:
         nb.metadata.pop("widgets", None)
 
 
-def execute_one(md_path: str, out_path: str, mode: str, device: str, threads: int,
-                extra: dict | None = None, try_exercises: bool = False) -> dict:
+def execute_one(
+    md_path: str,
+    out_path: str,
+    mode: str,
+    device: str,
+    threads: int,
+    extra: dict | None = None,
+    try_exercises: bool = False,
+) -> dict:
     """Execute one chapter with papermill (``extra``: more parameters, e.g. ``{"seed": 3}``); return its
     timing record. Runs in a worker process."""
     os.environ.setdefault("OMP_NUM_THREADS", str(threads))
@@ -147,21 +175,34 @@ def execute_one(md_path: str, out_path: str, mode: str, device: str, threads: in
 
     nb = jupytext.read(md_path)
     nb.metadata.pop("jupytext", None)
-    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+    nb.metadata["kernelspec"] = {
+        "display_name": "Python 3",
+        "language": "python",
+        "name": "python3",
+    }
     n_checks = exercise_checks.inject(nb) if try_exercises else 0
     t0 = time.perf_counter()
     error = None
     timeout = cell_timeout(mode)
     try:
         papermill.execute_notebook(
-            nb, out_path, parameters={"mode": mode, "device": device, **(extra or {})}, cwd=str(Path(out_path).parent),
-            kernel_name="python3", progress_bar=False, log_output=False, execution_timeout=timeout,
+            nb,
+            out_path,
+            parameters={"mode": mode, "device": device, **(extra or {})},
+            cwd=str(Path(out_path).parent),
+            kernel_name="python3",
+            progress_bar=False,
+            log_output=False,
+            execution_timeout=timeout,
         )
     except Exception as exc:  # papermill raises PapermillExecutionError with the cell traceback
         error = f"{type(exc).__name__}: {exc}"
         where = failed_cell(Path(out_path)) if Path(out_path).exists() else ""
         if "timed out" in str(exc) or "Timeout" in type(exc).__name__:
-            error = f"{Path(md_path).stem}: {where or 'a cell'} ran longer than {timeout} s ({mode} mode)\n" + error
+            error = (
+                f"{Path(md_path).stem}: {where or 'a cell'} ran longer than {timeout} s ({mode} mode)\n"
+                + error
+            )
         elif where:
             error = f"{Path(md_path).stem}: {where} failed\n" + error
     seconds = time.perf_counter() - t0
@@ -173,12 +214,26 @@ def execute_one(md_path: str, out_path: str, mode: str, device: str, threads: in
             if "injected-parameters" in tags and "remove-cell" not in tags:
                 cell.metadata["tags"] = tags + ["remove-cell"]
             duration = cell.metadata.get("papermill", {}).get("duration")
-            if cell.cell_type == "code" and duration is not None and (slowest is None or duration > slowest[0]):
-                slowest = (round(duration, 2), i, next((x for x in cell.source.splitlines() if x.strip()), "")[:70])
+            if (
+                cell.cell_type == "code"
+                and duration is not None
+                and (slowest is None or duration > slowest[0])
+            ):
+                slowest = (
+                    round(duration, 2),
+                    i,
+                    next((x for x in cell.source.splitlines() if x.strip()), "")[:70],
+                )
         strip_unused_widget_state(out)
         nbformat.write(out, out_path)
-    return {"chapter": Path(md_path).stem, "seconds": round(seconds, 2), "error": error,
-            "slowest_cell": slowest, "timeout": timeout, "exercise_checks": n_checks}
+    return {
+        "chapter": Path(md_path).stem,
+        "seconds": round(seconds, 2),
+        "error": error,
+        "slowest_cell": slowest,
+        "timeout": timeout,
+        "exercise_checks": n_checks,
+    }
 
 
 def versions() -> dict:
@@ -198,12 +253,21 @@ def chapter_title(md: Path) -> str:
     return md.stem
 
 
-def write_status(stage: Path, records: list[dict], mode: str, jobs: int, titles: dict,
-                 wall_seconds: float | None = None) -> None:
+def write_status(
+    stage: Path,
+    records: list[dict],
+    mode: str,
+    jobs: int,
+    titles: dict,
+    wall_seconds: float | None = None,
+) -> None:
     """Fill the staged ``book/status.md`` with this build's timings and versions."""
     total = sum(r["seconds"] for r in records)
-    wall = "" if wall_seconds is None else (
-        f" Executing all of them took **{wall_seconds:.0f} s** of wall-clock time.")
+    wall = (
+        ""
+        if wall_seconds is None
+        else (f" Executing all of them took **{wall_seconds:.0f} s** of wall-clock time.")
+    )
     lines = [
         "# Build status",
         "",
@@ -220,16 +284,36 @@ def write_status(stage: Path, records: list[dict], mode: str, jobs: int, titles:
     for r in records:
         ok = "ran" if r["error"] is None else "**failed**"
         slow = f"{r['slowest_cell'][0]:.1f}" if r.get("slowest_cell") else ""
-        lines.append(f"| {{doc}}`{titles[r['chapter']]} <{r['chapter']}>` | {r['seconds']:.1f} | {slow} | {ok} |")
-    lines += [f"| **all chapters** | **{total:.1f}** | | |", "", "## Package versions", "",
-              "| package | version |", "|---|---|"]
+        lines.append(
+            f"| {{doc}}`{titles[r['chapter']]} <{r['chapter']}>` | {r['seconds']:.1f} | {slow} | {ok} |"
+        )
+    lines += [
+        f"| **all chapters** | **{total:.1f}** | | |",
+        "",
+        "## Package versions",
+        "",
+        "| package | version |",
+        "|---|---|",
+    ]
     lines += [f"| {k} | {v} |" for k, v in versions().items()]
-    lines += [f"| {spec.rsplit('@', 1)[0]} (JavaScript, served by this site) | {spec.rsplit('@', 1)[1]} |"
-              for spec in fetch_vendor.PACKAGES]
+    lines += [
+        f"| {spec.rsplit('@', 1)[0]} (JavaScript, served by this site) | {spec.rsplit('@', 1)[1]} |"
+        for spec in fetch_vendor.PACKAGES
+    ]
     lines.append("")
     (stage / "book" / "status.md").write_text("\n".join(lines))
-    (stage / "status.json").write_text(json.dumps({"mode": mode, "jobs": jobs, "wall_seconds": wall_seconds,
-                                                  "chapters": records, "versions": versions()}, indent=1))
+    (stage / "status.json").write_text(
+        json.dumps(
+            {
+                "mode": mode,
+                "jobs": jobs,
+                "wall_seconds": wall_seconds,
+                "chapters": records,
+                "versions": versions(),
+            },
+            indent=1,
+        )
+    )
 
 
 def stage_config(stage: Path) -> None:
@@ -243,27 +327,47 @@ def stage_config(stage: Path) -> None:
 def report(record: dict) -> None:
     slow = record["slowest_cell"]
     slowest = f"; slowest cell {slow[1]}: {slow[0]:.1f} s" if slow else ""
-    print(f"[{record['seconds']:7.1f} s] {record['chapter']}{slowest}"
-          f"{'  FAILED' if record['error'] else ''}", flush=True)
+    print(
+        f"[{record['seconds']:7.1f} s] {record['chapter']}{slowest}"
+        f"{'  FAILED' if record['error'] else ''}",
+        flush=True,
+    )
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--mode", choices=MODES, default="default")
     ap.add_argument("--device", default="cpu", help="injected into every chapter ('cpu' or 'cuda')")
     ap.add_argument("--stage", type=Path, default=ROOT / "_build" / "stage")
     ap.add_argument("-j", "--jobs", type=int, default=1, help="notebooks executed at a time")
-    ap.add_argument("--only", nargs="*", default=None, help="chapter stems to execute (others are skipped)")
+    ap.add_argument(
+        "--only", nargs="*", default=None, help="chapter stems to execute (others are skipped)"
+    )
     ap.add_argument("--no-html", action="store_true", help="execute only; skip the Sphinx build")
-    ap.add_argument("--exercise-checks", action="store_true",
-                    help="also try every exercise self-check on its solution and a wrong answer (hidden cells)")
-    ap.add_argument("--cell-timeout", type=int, default=None,
-                    help=f"seconds per cell (default per mode: {CELL_TIMEOUT})")
-    ap.add_argument("--root", type=Path, default=ROOT,
-                    help="the book to build: a folder with _config.yml, _toc.yml and book/ (default: this one)")
+    ap.add_argument(
+        "--exercise-checks",
+        action="store_true",
+        help="also try every exercise self-check on its solution and a wrong answer (hidden cells)",
+    )
+    ap.add_argument(
+        "--cell-timeout",
+        type=int,
+        default=None,
+        help=f"seconds per cell (default per mode: {CELL_TIMEOUT})",
+    )
+    ap.add_argument(
+        "--root",
+        type=Path,
+        default=ROOT,
+        help="the book to build: a folder with _config.yml, _toc.yml and book/ (default: this one)",
+    )
     args = ap.parse_args(argv)
     if args.cell_timeout is not None:
-        os.environ["SOFTLIN_CELL_TIMEOUT"] = str(args.cell_timeout)  # the worker processes inherit it
+        os.environ["SOFTLIN_CELL_TIMEOUT"] = str(
+            args.cell_timeout
+        )  # the worker processes inherit it
     root = args.root.resolve()
     # Explorers draw every picture for a site, or only check their controls when no site is built; the
     # worker processes (and their kernels) inherit the variable.
@@ -276,7 +380,11 @@ def main(argv=None) -> int:
     stage.mkdir(parents=True)
     shutil.copy2(root / "_config.yml", stage / "_config.yml")
     shutil.copy2(root / "_toc.yml", stage / "_toc.yml")
-    shutil.copytree(root / "book", stage / "book", ignore=shutil.ignore_patterns(".ipynb_checkpoints", "*.ipynb"))
+    shutil.copytree(
+        root / "book",
+        stage / "book",
+        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "*.ipynb"),
+    )
     for shared in ("_vendor", "_ext"):  # another book borrows this one's served files and extension
         if not (stage / "book" / shared).exists():
             shutil.copytree(ROOT / "book" / shared, stage / "book" / shared)
@@ -286,12 +394,24 @@ def main(argv=None) -> int:
     if args.only:
         unknown = set(args.only) - {c.stem for c in chapters}
         if unknown:
-            ap.error(f"--only names unknown chapters {sorted(unknown)}; known: {[c.stem for c in chapters]}")
+            ap.error(
+                f"--only names unknown chapters {sorted(unknown)}; known: {[c.stem for c in chapters]}"
+            )
         chapters = [c for c in chapters if c.stem in args.only]
     titles = {c.stem: chapter_title(c) for c in notebook_chapters(root)}
     threads = max(1, (os.cpu_count() or 1) // max(1, args.jobs))
-    jobs = [(str(c), str(stage / "book" / (c.stem + ".ipynb")), args.mode, args.device, threads, None,
-             args.exercise_checks) for c in chapters]
+    jobs = [
+        (
+            str(c),
+            str(stage / "book" / (c.stem + ".ipynb")),
+            args.mode,
+            args.device,
+            threads,
+            None,
+            args.exercise_checks,
+        )
+        for c in chapters
+    ]
 
     t0 = time.perf_counter()
     records = []
@@ -308,7 +428,9 @@ def main(argv=None) -> int:
     order = {c.stem: i for i, c in enumerate(chapters)}
     records.sort(key=lambda r: order[r["chapter"]])
     wall_seconds = round(time.perf_counter() - t0, 1)
-    print(f"executed {len(records)} chapter(s) in {wall_seconds:.1f} s (mode={args.mode})", flush=True)
+    print(
+        f"executed {len(records)} chapter(s) in {wall_seconds:.1f} s (mode={args.mode})", flush=True
+    )
     for c in chapters:
         staged_md = stage / "book" / (c.stem + ".md")
         if (stage / "book" / (c.stem + ".ipynb")).exists():
@@ -326,7 +448,9 @@ def main(argv=None) -> int:
     cmd = [str(jb) if jb.exists() else "jupyter-book", "build", "-W", "--keep-going", str(stage)]
     t1 = time.perf_counter()
     rc = subprocess.call(cmd)
-    print(f"jupyter-book build: rc={rc} in {time.perf_counter() - t1:.1f} s; site: {stage / '_build' / 'html'}")
+    print(
+        f"jupyter-book build: rc={rc} in {time.perf_counter() - t1:.1f} s; site: {stage / '_build' / 'html'}"
+    )
     return rc
 
 

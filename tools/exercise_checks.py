@@ -25,12 +25,18 @@ import nbformat
 TAG_CHECK, TAG_HARNESS = "exercise-check", "exercise-harness"
 MARK = "SOFTLIN-EXERCISE "
 CHECK_CALL = re.compile(r"\b(check_\w+)\s*\(\s*answer\s*\)")
-SOLUTION = re.compile(r"^(?P<fence>`{3,}|:{3,})\{solution\}\s*(?P<label>\S+)[^\n]*\n(?P<body>.*?)^(?P=fence)[ \t]*$",
-                      re.M | re.S)
-PYTHON_BLOCK = re.compile(r"^(?P<fence>`{3,})python[ \t]*\n(?P<code>.*?)^(?P=fence)[ \t]*$", re.M | re.S)
-RELATIVE_ERROR = 0.37  # the wrong answer's relative error: above any sensible rtol, and an unusual number
+SOLUTION = re.compile(
+    r"^(?P<fence>`{3,}|:{3,})\{solution\}\s*(?P<label>\S+)[^\n]*\n(?P<body>.*?)^(?P=fence)[ \t]*$",
+    re.MULTILINE | re.DOTALL,
+)
+PYTHON_BLOCK = re.compile(
+    r"^(?P<fence>`{3,})python[ \t]*\n(?P<code>.*?)^(?P=fence)[ \t]*$", re.MULTILINE | re.DOTALL
+)
+RELATIVE_ERROR = (
+    0.37  # the wrong answer's relative error: above any sensible rtol, and an unusual number
+)
 
-HARNESS = r'''
+HARNESS = r"""
 def _softlin_try_exercise(check, solution, label, shift=%(shift)r):
     import contextlib, io, json, random, re
     import numpy as np
@@ -92,7 +98,7 @@ def _softlin_try_exercise(check, solution, label, shift=%(shift)r):
             space[k].set_state(state)
         torch.set_rng_state(states[0]); np.random.set_state(states[1]); random.setstate(states[2])
     print(%(mark)r + json.dumps(record))
-'''
+"""
 
 
 def check_name(cell) -> str | None:
@@ -121,7 +127,9 @@ def label_of(name: str, labels) -> str | None:
 
 def exercise_labels(nb) -> list[str]:
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-    return re.findall(r"^`{3,}\{exercise\}[^\n]*\n(?::[a-z-]+:[^\n]*\n)*?:label:\s*(\S+)", text, re.M)
+    return re.findall(
+        r"^`{3,}\{exercise\}[^\n]*\n(?::[a-z-]+:[^\n]*\n)*?:label:\s*(\S+)", text, re.MULTILINE
+    )
 
 
 def inject(nb) -> int:
@@ -140,9 +148,13 @@ def inject(nb) -> int:
             err = f"no {{solution}} with a python block for {name} (its label with - for _)"
             code = f"print({MARK!r} + {json.dumps(json.dumps({'label': name, 'error': err}))})"
         else:
-            code = (HARNESS % {"shift": RELATIVE_ERROR, "mark": MARK}
-                    + f"\n_softlin_try_exercise({name}, {sols[label]!r}, {label!r})\ndel _softlin_try_exercise\n")
-        cells.append(nbformat.v4.new_code_cell(code, metadata={"tags": ["remove-cell", TAG_HARNESS]}))
+            code = (
+                HARNESS % {"shift": RELATIVE_ERROR, "mark": MARK}
+                + f"\n_softlin_try_exercise({name}, {sols[label]!r}, {label!r})\ndel _softlin_try_exercise\n"
+            )
+        cells.append(
+            nbformat.v4.new_code_cell(code, metadata={"tags": ["remove-cell", TAG_HARNESS]})
+        )
         n += 1
     nb.cells = cells
     return n
@@ -153,7 +165,16 @@ def collect(nb) -> list[dict]:
     records = []
     for cell in nb.cells:
         if cell.cell_type == "code" and TAG_HARNESS in cell.metadata.get("tags", []):
-            text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
-            found = [json.loads(line[len(MARK):]) for line in text.splitlines() if line.startswith(MARK)]
-            records.extend(found or [{"label": None, "error": "the harness cell printed nothing (did it run?)"}])
+            text = "".join(
+                o.get("text", "")
+                for o in cell.get("outputs", [])
+                if o.get("output_type") == "stream"
+            )
+            found = [
+                json.loads(line[len(MARK) :]) for line in text.splitlines() if line.startswith(MARK)
+            ]
+            records.extend(
+                found
+                or [{"label": None, "error": "the harness cell printed nothing (did it run?)"}]
+            )
     return records

@@ -87,15 +87,22 @@ def fetch(spec: str, digest: str, cache: Path) -> Path:
             "install Node.js/npm (e.g. `apt-get install -y npm`) or copy the tarball there"
         )
     with tempfile.TemporaryDirectory() as tmp:
-        proc = subprocess.run([npm, "pack", spec, "--silent", "--pack-destination", tmp],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [npm, "pack", spec, "--silent", "--pack-destination", tmp],
+            capture_output=True,
+            text=True,
+        )
         got = Path(tmp) / tarball_name(spec)
         if proc.returncode != 0 or not got.exists():
-            raise SystemExit(f"fetch_vendor: `npm pack {spec}` failed (rc={proc.returncode}):\n"
-                             f"{proc.stdout}{proc.stderr}")
+            raise SystemExit(
+                f"fetch_vendor: `npm pack {spec}` failed (rc={proc.returncode}):\n"
+                f"{proc.stdout}{proc.stderr}"
+            )
         actual = sha256(got)
         if actual != digest:
-            raise SystemExit(f"fetch_vendor: {spec} has SHA-256 {actual}, expected {digest}; refusing it")
+            raise SystemExit(
+                f"fetch_vendor: {spec} has SHA-256 {actual}, expected {digest}; refusing it"
+            )
         shutil.move(str(got), tgz)
     return tgz
 
@@ -109,14 +116,21 @@ def extract(tgz: Path, files: list[tuple[str, str]], dest: Path) -> int:
         members = [m for m in tar.getmembers() if m.isfile()]
         for src, dst in files:
             if src.endswith("/"):
-                chosen = [(m, dst + m.name[len(src):]) for m in members if m.name.startswith(src)]
+                chosen = [(m, dst + m.name[len(src) :]) for m in members if m.name.startswith(src)]
             elif "*" in src:
                 folder, pattern = src.rsplit("/", 1)
-                chosen = [(m, dst + Path(m.name).name) for m in members
-                          if str(Path(m.name).parent) == folder and fnmatch.fnmatch(Path(m.name).name, pattern)]
+                chosen = [
+                    (m, dst + Path(m.name).name)
+                    for m in members
+                    if str(Path(m.name).parent) == folder
+                    and fnmatch.fnmatch(Path(m.name).name, pattern)
+                ]
             else:
-                chosen = [(m, dst + Path(m.name).name if dst.endswith("/") else dst)
-                          for m in members if m.name == src]
+                chosen = [
+                    (m, dst + Path(m.name).name if dst.endswith("/") else dst)
+                    for m in members
+                    if m.name == src
+                ]
             if not chosen:
                 raise SystemExit(f"fetch_vendor: {tgz.name} has no {src!r}")
             for member, rel in chosen:
@@ -132,7 +146,9 @@ def extract(tgz: Path, files: list[tuple[str, str]], dest: Path) -> int:
 
 def wanted() -> dict:
     out = {spec: digest for spec, (digest, _) in PACKAGES.items()}
-    out.update({name: hashlib.sha256(text.encode()).hexdigest() for name, text in OWN_FILES.items()})
+    out.update(
+        {name: hashlib.sha256(text.encode()).hexdigest() for name, text in OWN_FILES.items()}
+    )
     return out
 
 
@@ -157,18 +173,27 @@ def ensure(dest: Path = VENDOR, *, force: bool = False, quiet: bool = False) -> 
     for name, text in OWN_FILES.items():
         (tmp / name).write_text(text)
         counts[name] = 1
-    (tmp / "VENDOR.json").write_text(json.dumps({"packages": wanted(), "files": counts}, indent=1) + "\n")
+    (tmp / "VENDOR.json").write_text(
+        json.dumps({"packages": wanted(), "files": counts}, indent=1) + "\n"
+    )
     shutil.rmtree(dest, ignore_errors=True)
     tmp.rename(dest)
     if not quiet:
         size = sum(p.stat().st_size for p in dest.rglob("*") if p.is_file())
-        print(f"fetch_vendor: {sum(counts.values())} files ({size / 2**20:.1f} MiB) in {dest}", flush=True)
+        print(
+            f"fetch_vendor: {sum(counts.values())} files ({size / 2**20:.1f} MiB) in {dest}",
+            flush=True,
+        )
     return dest
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--force", action="store_true", help="reinstall even when book/_vendor is current")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--force", action="store_true", help="reinstall even when book/_vendor is current"
+    )
     ap.add_argument("--dest", type=Path, default=VENDOR)
     args = ap.parse_args(argv)
     ensure(args.dest, force=args.force)

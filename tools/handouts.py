@@ -21,7 +21,7 @@ from html import escape
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build_book import ROOT, chapter_title, notebook_chapters  # noqa: E402
+from build_book import ROOT, chapter_title, notebook_chapters
 
 READY_JS = """() => {
   const maths = document.querySelectorAll('main .math').length;
@@ -31,9 +31,11 @@ READY_JS = """() => {
     explorers.every(e => e.classList.contains('softlin-explorer-ready'));
 }"""
 
-FOOTER = ('<div style="font-size:8px; width:100%; margin:0 12mm; color:#555; display:flex; '
-          'justify-content:space-between;"><span>{title}</span>'
-          '<span><span class="pageNumber"></span> / <span class="totalPages"></span></span></div>')
+FOOTER = (
+    '<div style="font-size:8px; width:100%; margin:0 12mm; color:#555; display:flex; '
+    'justify-content:space-between;"><span>{title}</span>'
+    '<span><span class="pageNumber"></span> / <span class="totalPages"></span></span></div>'
+)
 
 
 def chromium() -> str:
@@ -42,18 +44,26 @@ def chromium() -> str:
     for name in ("chromium", "chromium-browser", "google-chrome"):
         if shutil.which(name):
             return shutil.which(name)
-    sys.exit("headless Chromium is needed: install Debian's `chromium` (apt-get install -y chromium)")
+    sys.exit(
+        "headless Chromium is needed: install Debian's `chromium` (apt-get install -y chromium)"
+    )
 
 
-def print_pages(site: Path, stems: list[str], out: Path, titles: dict[str, str]) -> list[tuple[Path, float]]:
+def print_pages(
+    site: Path, stems: list[str], out: Path, titles: dict[str, str]
+) -> list[tuple[Path, float]]:
     from playwright.sync_api import sync_playwright
 
     out.mkdir(parents=True, exist_ok=True)
     written = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox", "--disable-gpu"])
+        browser = p.chromium.launch(
+            executable_path=chromium(), args=["--no-sandbox", "--disable-gpu"]
+        )
         context = browser.new_context(viewport={"width": 1280, "height": 900})
-        context.route(re.compile(r"^(https?|wss?)://"), lambda route: route.abort())  # offline, as a copy is
+        context.route(
+            re.compile(r"^(https?|wss?)://"), lambda route: route.abort()
+        )  # offline, as a copy is
         for stem in stems:
             page_file = site / "book" / f"{stem}.html"
             if not page_file.exists():
@@ -64,9 +74,15 @@ def print_pages(site: Path, stems: list[str], out: Path, titles: dict[str, str])
             page.wait_for_function(READY_JS, timeout=60_000)
             page.emulate_media(media="print")
             target = out / f"{stem}.pdf"
-            page.pdf(path=str(target), format="A4", print_background=True, display_header_footer=True,
-                     header_template="<span></span>", footer_template=FOOTER.format(title=escape(titles[stem])),
-                     margin={"top": "14mm", "bottom": "16mm", "left": "12mm", "right": "12mm"})
+            page.pdf(
+                path=str(target),
+                format="A4",
+                print_background=True,
+                display_header_footer=True,
+                header_template="<span></span>",
+                footer_template=FOOTER.format(title=escape(titles[stem])),
+                margin={"top": "14mm", "bottom": "16mm", "left": "12mm", "right": "12mm"},
+            )
             page.close()
             written.append((target, time.perf_counter() - t0))
         browser.close()
@@ -74,8 +90,12 @@ def print_pages(site: Path, stems: list[str], out: Path, titles: dict[str, str])
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("chapters", nargs="*", help="chapter stems (default: every numbered chapter of _toc.yml)")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "chapters", nargs="*", help="chapter stems (default: every numbered chapter of _toc.yml)"
+    )
     ap.add_argument("--site", type=Path, default=ROOT / "_build" / "stage" / "_build" / "html")
     ap.add_argument("--out", type=Path, default=ROOT / "_build" / "handouts")
     args = ap.parse_args(argv)

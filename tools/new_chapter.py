@@ -138,7 +138,10 @@ def skeleton(title: str) -> str:
 
 def refresh_setup() -> list[Path]:
     """Replace the setup cell of every page of book/ that has one by :func:`setup_cell`; return them."""
-    pattern = re.compile(r"```\{code-cell\} ipython3\n:tags: \[remove-cell\]\n\n# Setup for Colab.*?\n```\n", re.S)
+    pattern = re.compile(
+        r"```\{code-cell\} ipython3\n:tags: \[remove-cell\]\n\n# Setup for Colab.*?\n```\n",
+        re.DOTALL,
+    )
     changed = []
     for md in sorted((ROOT / "book").glob("*.md")):
         text = md.read_text()
@@ -154,7 +157,9 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv == ["--refresh-setup"]:
         changed = refresh_setup()
-        print(f"setup cell rewritten in {len(changed)} page(s): " + ", ".join(p.name for p in changed))
+        print(
+            f"setup cell rewritten in {len(changed)} page(s): " + ", ".join(p.name for p in changed)
+        )
         return 0
     if len(argv) != 2:
         print(__doc__)

@@ -38,14 +38,26 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 PAPER_LENGTHS = list(range(10, 100, 10)) + list(range(100, 1001, 100))
 RESULTS = ROOT / "book" / "data" / "paper_experiment.json"
-DEFAULTS = {"d": 5, "rho": 0.5, "tau2": 0.2, "noise_var": 0.1, "lr": 1e-3, "batch": 128, "steps": 300_000,
-            "starts": 8, "seed": 0, "n_test": 8192, "record_every": 10_000, "released": False,
-            "different_starts": False}
+DEFAULTS = {
+    "d": 5,
+    "rho": 0.5,
+    "tau2": 0.2,
+    "noise_var": 0.1,
+    "lr": 1e-3,
+    "batch": 128,
+    "steps": 300_000,
+    "starts": 8,
+    "seed": 0,
+    "n_test": 8192,
+    "record_every": 10_000,
+    "released": False,
+    "different_starts": False,
+}
 FIRST_BLOCK = 1_000  # the train loss over steps 1..1000 is recorded exactly (the rerun test)
 
 
 def _icl():
-    import softlin.icl as icl
+    from softlin import icl
 
     return icl
 
@@ -58,8 +70,15 @@ def test_batches(settings, L, device, chunk=512):
     gen = torch.Generator(device).manual_seed(10_000 + L)
     for start in range(0, settings["n_test"], chunk):
         n = min(chunk, settings["n_test"] - start)
-        yield icl.sample_prompts(Sigma, L, n, tau2=settings["tau2"], noise_var=settings["noise_var"],
-                                 generator=gen, released=settings["released"])
+        yield icl.sample_prompts(
+            Sigma,
+            L,
+            n,
+            tau2=settings["tau2"],
+            noise_var=settings["noise_var"],
+            generator=gen,
+            released=settings["released"],
+        )
 
 
 def bayes_errors(p, tau2, noise_var):
@@ -96,12 +115,19 @@ def evaluate(models, settings, L, device, *, baselines=False):
         def se(v):
             return float(v.std() / math.sqrt(n))
 
-        gap = (errs["softmax"] - errs["linear"]).mean(0)  # start-averaged paired gap, per test prompt
-        out.update(bayes=float(bayes.mean()), bayes_se=se(bayes), ridge=float(ridge.mean()),
-                   ridge_se=se(ridge), gap_test_se=se(gap),
-                   excess_test_se={k: se(v.mean(0) - bayes) for k, v in errs.items()},
-                   excess_ridge_test_se={k: se(v.mean(0) - ridge) for k, v in errs.items()},
-                   gap_test_se_per_start=[se(g) for g in errs["softmax"] - errs["linear"]])
+        gap = (errs["softmax"] - errs["linear"]).mean(
+            0
+        )  # start-averaged paired gap, per test prompt
+        out.update(
+            bayes=float(bayes.mean()),
+            bayes_se=se(bayes),
+            ridge=float(ridge.mean()),
+            ridge_se=se(ridge),
+            gap_test_se=se(gap),
+            excess_test_se={k: se(v.mean(0) - bayes) for k, v in errs.items()},
+            excess_ridge_test_se={k: se(v.mean(0) - ridge) for k, v in errs.items()},
+            gap_test_se_per_start=[se(g) for g in errs["softmax"] - errs["linear"]],
+        )
     return out
 
 
@@ -110,22 +136,39 @@ def starting_models(settings, device):
     (the released script's default), the linear models from the next S draws of the same generator."""
     icl = _icl()
     gen = torch.Generator(device).manual_seed(settings["seed"])
-    soft = icl.FullAttention.initialise(settings["d"], generator=gen, device=device,
-                                        starts=settings["starts"])
-    lin = (icl.FullAttention.initialise(settings["d"], generator=gen, device=device,
-                                        starts=settings["starts"])
-           if settings["different_starts"] else soft.clone())
+    soft = icl.FullAttention.initialise(
+        settings["d"], generator=gen, device=device, starts=settings["starts"]
+    )
+    lin = (
+        icl.FullAttention.initialise(
+            settings["d"], generator=gen, device=device, starts=settings["starts"]
+        )
+        if settings["different_starts"]
+        else soft.clone()
+    )
     return {"softmax": soft, "linear": lin.clone(kind="linear")}
 
 
 # What the numbers depend on: these definitions, compared without docstrings and comments (so that a
 # result can be matched with the commit that holds exactly this code, see merge).
 TRAINING_CODE = {
-    "lib/softlin/icl.py": ("kms_covariance", "PromptSampler", "sample_prompts", "FullAttention", "_check_prompts",
-                           "sgd_step"),
+    "lib/softlin/icl.py": (
+        "kms_covariance",
+        "PromptSampler",
+        "sample_prompts",
+        "FullAttention",
+        "_check_prompts",
+        "sgd_step",
+    ),
     "lib/softlin/_fast.py": ("fused_sgd_step", "_row_scales"),
     "lib/softlin/attention.py": ("tilted_mean", "linear_mean"),
-    "tools/paper_experiment.py": ("test_batches", "bayes_errors", "evaluate", "starting_models", "run"),
+    "tools/paper_experiment.py": (
+        "test_batches",
+        "bayes_errors",
+        "evaluate",
+        "starting_models",
+        "run",
+    ),
 }
 
 
@@ -141,9 +184,13 @@ def _digest(texts):
             if getattr(node, "name", None) in names:
                 for sub in ast.walk(node):  # drop docstrings
                     body = getattr(sub, "body", None)
-                    if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and \
-                            isinstance(getattr(body[0], "value", None), ast.Constant) and \
-                            isinstance(body[0].value.value, str):
+                    if (
+                        isinstance(body, list)
+                        and body
+                        and isinstance(body[0], ast.Expr)
+                        and isinstance(getattr(body[0], "value", None), ast.Constant)
+                        and isinstance(body[0].value.value, str)
+                    ):
                         sub.body = body[1:] or [ast.Pass()]
                 h.update(ast.unparse(node).encode())
     return h.hexdigest()
@@ -154,22 +201,31 @@ def code_hash():
     import softlin
 
     pkg = Path(softlin.__file__).resolve().parent
-    files = {f: (Path(__file__).resolve() if f.startswith("tools/") else pkg / Path(f).name)
-             for f in TRAINING_CODE}
+    files = {
+        f: (Path(__file__).resolve() if f.startswith("tools/") else pkg / Path(f).name)
+        for f in TRAINING_CODE
+    }
     return _digest({f: p.read_text() for f, p in files.items()})
 
 
 def _commit_with_code(digest):
     """The first commit of this checkout's history whose training code has ``digest``, or None."""
     try:
-        revs = subprocess.run(["git", "rev-list", "--reverse", "HEAD"], cwd=ROOT, capture_output=True,
-                              text=True, check=True).stdout.split()
+        revs = subprocess.run(
+            ["git", "rev-list", "--reverse", "HEAD"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
     except (OSError, subprocess.CalledProcessError):
         return None
     for rev in revs:
         texts = {}
         for f in TRAINING_CODE:
-            blob = subprocess.run(["git", "show", f"{rev}:{f}"], cwd=ROOT, capture_output=True, text=True)
+            blob = subprocess.run(
+                ["git", "show", f"{rev}:{f}"], cwd=ROOT, capture_output=True, text=True
+            )
             if blob.returncode != 0:
                 break
             texts[f] = blob.stdout
@@ -184,22 +240,41 @@ def _commit_with_code(digest):
 
 def provenance(device):
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                                check=True).stdout.strip()
-        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                                    capture_output=True, text=True).stdout.strip())
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = bool(
+            subprocess.run(
+                ["git", "status", "--porcelain", "--untracked-files=no"],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+            ).stdout.strip()
+        )
     except (OSError, subprocess.CalledProcessError):
         commit, dirty = "unknown", None
     name = platform.processor()
     if device.type == "cuda":
         name = torch.cuda.get_device_name(device)
     elif Path("/proc/cpuinfo").exists():
-        name = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                     if line.startswith("model name")), name)
-    return {"commit": commit, "dirty": dirty, "code_sha256": code_hash(), "device": f"{device.type}: {name}",
-            "torch": torch.__version__,
-            "python": platform.python_version(), "threads": torch.get_num_threads(),
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+        name = next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            name,
+        )
+    return {
+        "commit": commit,
+        "dirty": dirty,
+        "code_sha256": code_hash(),
+        "device": f"{device.type}: {name}",
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "threads": torch.get_num_threads(),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
 
 
 def _save_atomic(obj, path: Path, *, as_json=False):
@@ -222,8 +297,16 @@ def _rounded(x, digits=6):
     return x
 
 
-def run(L, settings=None, *, out=ROOT / "_build" / "paper-experiment", device="cpu", progress=True,
-        checkpoint_every=1_000, stop_after=None):
+def run(
+    L,
+    settings=None,
+    *,
+    out=ROOT / "_build" / "paper-experiment",
+    device="cpu",
+    progress=True,
+    checkpoint_every=1_000,
+    stop_after=None,
+):
     """Train (or resume) the experiment at prompt length ``L``; returns the per-length result dict.
 
     ``settings``: overrides of :data:`DEFAULTS`. ``stop_after``: stop (after checkpointing) once this many
@@ -236,44 +319,72 @@ def run(L, settings=None, *, out=ROOT / "_build" / "paper-experiment", device="c
     out = Path(out)
     ckpt_path, json_path = out / "checkpoints" / f"L{L:04d}.pt", out / f"L{L:04d}.json"
     Sigma = icl.kms_covariance(settings["d"], settings["rho"], dtype=torch.float32, device=device)
-    sampler = icl.PromptSampler(Sigma, L, settings["batch"], tau2=settings["tau2"],
-                                noise_var=settings["noise_var"], released=settings["released"])
+    sampler = icl.PromptSampler(
+        Sigma,
+        L,
+        settings["batch"],
+        tau2=settings["tau2"],
+        noise_var=settings["noise_var"],
+        released=settings["released"],
+    )
     stream = torch.Generator(device).manual_seed(settings["seed"] + 1)
     models = starting_models(settings, device)
     kinds = list(models)
-    history = {"steps": [], "test_mse": {k: [] for k in kinds}, "train_loss": {k: [] for k in kinds}}
+    history = {
+        "steps": [],
+        "test_mse": {k: [] for k in kinds},
+        "train_loss": {k: [] for k in kinds},
+    }
     step, wall, block, block_n, baselines = 0, 0.0, None, 0, None
     if ckpt_path.exists():
         ck = torch.load(ckpt_path, weights_only=False)
         if ck["settings"] != settings:
-            raise SystemExit(f"{ckpt_path} was written with other settings: {ck['settings']}; delete it")
+            raise SystemExit(
+                f"{ckpt_path} was written with other settings: {ck['settings']}; delete it"
+            )
         step, wall, history, baselines = ck["step"], ck["wall"], ck["history"], ck["baselines"]
         block, block_n = ck["block"], ck["block_n"]
         for k in kinds:
             for w, saved in zip(models[k].parameters(), ck["models"][k]):
                 w.copy_(saved)
         stream.set_state(ck["stream"])
-    if baselines is None:  # the data's own baselines (the model-dependent statistics are in "final")
+    if (
+        baselines is None
+    ):  # the data's own baselines (the model-dependent statistics are in "final")
         start = evaluate(models, settings, L, device, baselines=True)
         baselines = {k: start[k] for k in ("bayes", "bayes_se", "ridge", "ridge_se")}
-    prov = provenance(device)  # once, before training: the commit and code that run (later edits don't count)
+    prov = provenance(
+        device
+    )  # once, before training: the commit and code that run (later edits don't count)
 
     def record(s):
         history["steps"].append(s)
         ev = evaluate(models, settings, L, device)
         for k in kinds:
             history["test_mse"][k].append(ev["mse"][k])
-            history["train_loss"][k].append(None if block is None else (block[k] / block_n).tolist())
+            history["train_loss"][k].append(
+                None if block is None else (block[k] / block_n).tolist()
+            )
 
     def write(complete):
         final = evaluate(models, settings, L, device, baselines=True) if complete else {}
-        result = {"L": L, "settings": settings, "complete": complete, "steps_done": step,
-                  "provenance": {**prov, "wall_seconds": round(wall, 1)},
-                  "baselines": _rounded(baselines), "history": _rounded(history), "final": _rounded(final)}
+        result = {
+            "L": L,
+            "settings": settings,
+            "complete": complete,
+            "steps_done": step,
+            "provenance": {**prov, "wall_seconds": round(wall, 1)},
+            "baselines": _rounded(baselines),
+            "history": _rounded(history),
+            "final": _rounded(final),
+        }
         if complete:
-            result["final"]["key_query"] = {k: _rounded(m.key_query().tolist(), 5) for k, m in models.items()}
-            result["final"]["output_value"] = {k: _rounded(m.output_value().tolist(), 5)
-                                               for k, m in models.items()}
+            result["final"]["key_query"] = {
+                k: _rounded(m.key_query().tolist(), 5) for k, m in models.items()
+            }
+            result["final"]["output_value"] = {
+                k: _rounded(m.output_value().tolist(), 5) for k, m in models.items()
+            }
         _save_atomic(result, json_path, as_json=True)
         return result
 
@@ -293,7 +404,9 @@ def run(L, settings=None, *, out=ROOT / "_build" / "paper-experiment", device="c
         step += 1
         bar.update(1)
         if step == FIRST_BLOCK:
-            history["first_block"] = {k: (block[k] / block_n).tolist() for k in kinds}  # full precision
+            history["first_block"] = {
+                k: (block[k] / block_n).tolist() for k in kinds
+            }  # full precision
         if step % settings["record_every"] == 0 or step == FIRST_BLOCK or step == steps:
             if not all(math.isfinite(x) for k in kinds for x in (block[k] / block_n).tolist()):
                 raise SystemExit(f"L={L}: training diverged before step {step}")
@@ -302,10 +415,20 @@ def run(L, settings=None, *, out=ROOT / "_build" / "paper-experiment", device="c
         if step % checkpoint_every == 0 or step == steps or step == stop_after:
             wall += time.perf_counter() - t0
             t0 = time.perf_counter()
-            _save_atomic({"settings": settings, "step": step, "wall": wall, "history": history,
-                          "baselines": baselines, "block": block, "block_n": block_n,
-                          "models": {k: [w.clone() for w in m.parameters()] for k, m in models.items()},
-                          "stream": stream.get_state()}, ckpt_path)
+            _save_atomic(
+                {
+                    "settings": settings,
+                    "step": step,
+                    "wall": wall,
+                    "history": history,
+                    "baselines": baselines,
+                    "block": block,
+                    "block_n": block_n,
+                    "models": {k: [w.clone() for w in m.parameters()] for k, m in models.items()},
+                    "stream": stream.get_state(),
+                },
+                ckpt_path,
+            )
             if step % settings["record_every"] == 0 or step == FIRST_BLOCK or step == steps:
                 result = write(step == steps)
         if step == stop_after:
@@ -328,28 +451,37 @@ def merge(out=ROOT / "_build" / "paper-experiment", target=RESULTS):
         hist = res["history"]
         keep = [i for i, s in enumerate(hist["steps"]) if s % 20_000 == 0 or s == FIRST_BLOCK]
         hist["steps"] = [hist["steps"][i] for i in keep]
-        hist["test_mse"] = {k: [_rounded(v[i], 5) for i in keep] for k, v in hist["test_mse"].items()}
+        hist["test_mse"] = {
+            k: [_rounded(v[i], 5) for i in keep] for k, v in hist["test_mse"].items()
+        }
         hist.pop("train_loss", None)
         for key in ("key_query", "output_value"):
             res["final"][key] = _rounded(res["final"][key], 4)
-    doc = {"description": "Chapter 5, the paper's experiment at its own scale (tools/paper_experiment.py)",
-           "lengths": lengths}
+    doc = {
+        "description": "Chapter 5, the paper's experiment at its own scale (tools/paper_experiment.py)",
+        "lengths": lengths,
+    }
     _save_atomic(doc, Path(target), as_json=True)
     return Path(target).stat().st_size
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--L", type=int, action="append",
-                    help="prompt length (repeat for several; all 19 if none)")
+    ap.add_argument(
+        "--L", type=int, action="append", help="prompt length (repeat for several; all 19 if none)"
+    )
     ap.add_argument("--starts", type=int, default=DEFAULTS["starts"])
     ap.add_argument("--steps", type=int, default=DEFAULTS["steps"])
     ap.add_argument("--seed", type=int, default=DEFAULTS["seed"])
     ap.add_argument("--released", action="store_true", help="the authors' released data generator")
-    ap.add_argument("--different-starts", action="store_true", help="separate starts for the linear models")
+    ap.add_argument(
+        "--different-starts", action="store_true", help="separate starts for the linear models"
+    )
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--out", type=Path, default=ROOT / "_build" / "paper-experiment")
-    ap.add_argument("--merge", action="store_true", help="merge the per-length results into --target")
+    ap.add_argument(
+        "--merge", action="store_true", help="merge the per-length results into --target"
+    )
     ap.add_argument("--target", type=Path, default=RESULTS)
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
@@ -358,13 +490,21 @@ def main(argv=None):
         print(f"wrote {args.target} ({size / 1024:.0f} KiB)")
         return 0
     torch.set_num_threads(1)
-    settings = {"starts": args.starts, "steps": args.steps, "seed": args.seed, "released": args.released,
-                "different_starts": args.different_starts}
+    settings = {
+        "starts": args.starts,
+        "steps": args.steps,
+        "seed": args.seed,
+        "released": args.released,
+        "different_starts": args.different_starts,
+    }
     for L in args.L or PAPER_LENGTHS:
         res = run(L, settings, out=args.out, device=args.device, progress=not args.no_progress)
         mse = {k: sum(v) / len(v) for k, v in res["final"]["mse"].items()}
-        print(f"L={L}: test MSE softmax {mse['softmax']:.4f}, linear {mse['linear']:.4f}, Bayes "
-              f"{res['baselines']['bayes']:.4f}; {res['provenance']['wall_seconds']:.0f} s", flush=True)
+        print(
+            f"L={L}: test MSE softmax {mse['softmax']:.4f}, linear {mse['linear']:.4f}, Bayes "
+            f"{res['baselines']['bayes']:.4f}; {res['provenance']['wall_seconds']:.0f} s",
+            flush=True,
+        )
     return 0
 
 

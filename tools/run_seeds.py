@@ -20,7 +20,7 @@ from multiprocessing import get_context
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build_book import ROOT, execute_one, notebook_chapters  # noqa: E402
+from build_book import ROOT, execute_one, notebook_chapters
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -33,7 +33,9 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("chapters", nargs="+", help="chapter stems, or 'all'")
     ap.add_argument("--mode", choices=("fast", "default", "paper"), default="default")
     ap.add_argument("--seeds", default="0-9")
@@ -44,11 +46,23 @@ def main(argv=None) -> int:
     unknown = set(stems) - set(known)
     if unknown:
         ap.error(f"unknown chapters {sorted(unknown)}; known: {sorted(known)}")
-    os.environ.setdefault("SOFTLIN_STATIC_EXPLORERS", "check")  # no site: explorers check, not draw all
+    os.environ.setdefault(
+        "SOFTLIN_STATIC_EXPLORERS", "check"
+    )  # no site: explorers check, not draw all
     out_dir = ROOT / "_build" / "seeds"
     out_dir.mkdir(parents=True, exist_ok=True)
-    runs = [(str(known[s]), str(out_dir / f"{s}-{args.mode}-seed{seed}.ipynb"), args.mode, "cpu",
-             max(1, 2 // args.jobs), {"seed": seed}) for s in stems for seed in parse_seeds(args.seeds)]
+    runs = [
+        (
+            str(known[s]),
+            str(out_dir / f"{s}-{args.mode}-seed{seed}.ipynb"),
+            args.mode,
+            "cpu",
+            max(1, 2 // args.jobs),
+            {"seed": seed},
+        )
+        for s in stems
+        for seed in parse_seeds(args.seeds)
+    ]
     with ProcessPoolExecutor(max_workers=args.jobs, mp_context=get_context("spawn")) as pool:
         records = list(pool.map(execute_one, *zip(*runs)))
     counts = {}
@@ -57,8 +71,11 @@ def main(argv=None) -> int:
         ok = rec["error"] is None
         counts.setdefault(rec["chapter"], [0, 0])[0 if ok else 1] += 1
         status = "pass" if ok else "FAIL: " + rec["error"].strip().splitlines()[-1][:200]
-        print(f"{rec['chapter']} mode={args.mode} seed={seed}: {rec['seconds']:.0f} s, {status}", flush=True)
-    print(f"\n| chapter | mode | passed | failed |\n|---|---|---:|---:|")
+        print(
+            f"{rec['chapter']} mode={args.mode} seed={seed}: {rec['seconds']:.0f} s, {status}",
+            flush=True,
+        )
+    print("\n| chapter | mode | passed | failed |\n|---|---|---:|---:|")
     for stem, (good, bad) in counts.items():
         print(f"| {stem} | {args.mode} | {good} | {bad} |")
     return 0 if all(bad == 0 for _, bad in counts.values()) else 1

@@ -24,13 +24,15 @@ from pathlib import Path
 import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build_book import notebook_chapters  # noqa: E402
+from build_book import notebook_chapters
 
 ROOT = Path(__file__).resolve().parents[1]
 
 # A fenced {solution} directive: an opening fence of 3+ backticks or colons, up to the same fence alone
 # on a line.
-SOLUTION = re.compile(r"^(?P<fence>`{3,}|:{3,})\{solution\}[^\n]*\n.*?^(?P=fence)[ \t]*$\n?", re.M | re.S)
+SOLUTION = re.compile(
+    r"^(?P<fence>`{3,}|:{3,})\{solution\}[^\n]*\n.*?^(?P=fence)[ \t]*$\n?", re.MULTILINE | re.DOTALL
+)
 
 
 def strip_solutions(text: str) -> tuple[str, int]:
@@ -52,11 +54,17 @@ def student_copy(ipynb: Path) -> tuple[nbformat.NotebookNode, int]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("chapters", nargs="*", help="chapter stems (default: every chapter of _toc.yml)")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "chapters", nargs="*", help="chapter stems (default: every chapter of _toc.yml)"
+    )
     ap.add_argument("--out", type=Path, default=ROOT / "_build" / "student-notebooks")
     args = ap.parse_args(argv)
-    chapters = [md for md in notebook_chapters(ROOT) if not args.chapters or md.stem in args.chapters]
+    chapters = [
+        md for md in notebook_chapters(ROOT) if not args.chapters or md.stem in args.chapters
+    ]
     args.out.mkdir(parents=True, exist_ok=True)
     archive = args.out.with_suffix(".zip")
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -66,8 +74,10 @@ def main(argv=None) -> int:
             nbformat.write(nb, target)
             zf.write(target, target.name)
             checks = sum("exercise-check" in c.metadata.get("tags", []) for c in nb.cells)
-            print(f"{target.relative_to(ROOT) if target.is_relative_to(ROOT) else target}: "
-                  f"{removed} solution(s) removed, {checks} self-check cell(s) kept")
+            print(
+                f"{target.relative_to(ROOT) if target.is_relative_to(ROOT) else target}: "
+                f"{removed} solution(s) removed, {checks} self-check cell(s) kept"
+            )
     print(f"zip: {archive}")
     return 0
 

@@ -18,25 +18,70 @@ after ``import softlin``): ``montecarlo`` (prompt sampler, standard errors, powe
 
 import importlib
 
-from .attention import (TiltedMoments, TiltedSums, linear_attention, linear_mean, softmax_attention,
-                        softmax_weights, tilted_mean, tilted_moments)
-from .measures import (EmpiricalMeasure, GaussianMeasure, GaussianMixtureMeasure, LogNormalMeasure,
-                       RademacherMeasure, StudentTMeasure, TokenMeasure, UniformMeasure, attention_limit,
-                       gauss_hermite_rule, gaussian_attention_limit, gaussian_range_factor,
-                       linear_attention_limit)
+from .attention import (
+    TiltedMoments,
+    TiltedSums,
+    linear_attention,
+    linear_mean,
+    softmax_attention,
+    softmax_weights,
+    tilted_mean,
+    tilted_moments,
+)
+from .measures import (
+    EmpiricalMeasure,
+    GaussianMeasure,
+    GaussianMixtureMeasure,
+    LogNormalMeasure,
+    RademacherMeasure,
+    StudentTMeasure,
+    TokenMeasure,
+    UniformMeasure,
+    attention_limit,
+    gauss_hermite_rule,
+    gaussian_attention_limit,
+    gaussian_range_factor,
+    linear_attention_limit,
+)
 
 __version__ = "0.2.0"
 
 #: Submodules loaded on first attribute access (PEP 562).
-SUBMODULES = ("attention", "measures", "montecarlo", "concentration", "icl", "stability", "modes", "plotting",
-              "widgets")
+SUBMODULES = (
+    "attention",
+    "measures",
+    "montecarlo",
+    "concentration",
+    "icl",
+    "stability",
+    "modes",
+    "plotting",
+    "widgets",
+)
 
-__all__ = ["softmax_attention", "linear_attention", "softmax_weights", "tilted_mean", "linear_mean",
-           "TiltedSums", "TiltedMoments", "tilted_moments",  # softlin.attention
-           "TokenMeasure", "GaussianMeasure", "EmpiricalMeasure", "RademacherMeasure", "UniformMeasure",
-           "GaussianMixtureMeasure", "StudentTMeasure", "LogNormalMeasure", "attention_limit",
-           "linear_attention_limit", "gaussian_attention_limit", "gaussian_range_factor",
-           "gauss_hermite_rule"]  # softlin.measures
+__all__ = [
+    "EmpiricalMeasure",
+    "GaussianMeasure",
+    "GaussianMixtureMeasure",
+    "LogNormalMeasure",
+    "RademacherMeasure",
+    "StudentTMeasure",
+    "TiltedMoments",
+    "TiltedSums",
+    "TokenMeasure",
+    "UniformMeasure",
+    "attention_limit",
+    "gauss_hermite_rule",
+    "gaussian_attention_limit",
+    "gaussian_range_factor",
+    "linear_attention",
+    "linear_attention_limit",
+    "linear_mean",
+    "softmax_attention",
+    "softmax_weights",
+    "tilted_mean",
+    "tilted_moments",  # softlin.attention
+]  # softlin.measures
 
 
 def __getattr__(name):

@@ -19,9 +19,13 @@ def as_tensor_arg(name: str, x, *, min_dim: int = 0, finite: bool = True) -> tor
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     if not torch.is_floating_point(x):
-        raise TypeError(f"{name} must be a floating-point tensor (float32 or float64), got dtype {x.dtype}")
+        raise TypeError(
+            f"{name} must be a floating-point tensor (float32 or float64), got dtype {x.dtype}"
+        )
     if x.dim() < min_dim:
-        raise ValueError(f"{name} must have at least {min_dim} dimension(s), got shape {tuple(x.shape)}")
+        raise ValueError(
+            f"{name} must have at least {min_dim} dimension(s), got shape {tuple(x.shape)}"
+        )
     if finite:
         check_finite(name, x)
     return x
@@ -40,21 +44,29 @@ def check_result_finite(result: torch.Tensor, name: str, x: torch.Tensor) -> tor
     if bool(torch.isfinite(result).all()):
         return result
     check_finite(name, x)
-    raise ValueError(f"the result is not finite although {name} is: the scores overflowed the dtype "
-                     f"{x.dtype}; rescale {name} or U")
+    raise ValueError(
+        f"the result is not finite although {name} is: the scores overflowed the dtype "
+        f"{x.dtype}; rescale {name} or U"
+    )
 
 
 def check_matrix(name: str, x: torch.Tensor, rows: int | None, cols: int | None) -> None:
     """``x`` is 2-D of shape (rows, cols); ``None`` leaves a side free."""
-    if x.dim() != 2 or (rows is not None and x.shape[0] != rows) or (cols is not None and x.shape[1] != cols):
+    if (
+        x.dim() != 2
+        or (rows is not None and x.shape[0] != rows)
+        or (cols is not None and x.shape[1] != cols)
+    ):
         want = f"({'any' if rows is None else rows}, {'any' if cols is None else cols})"
         raise ValueError(f"{name} must have shape {want}, got {tuple(x.shape)}")
 
 
 def check_same_leading(name: str, x: torch.Tensor, lead: tuple, ref_name: str) -> None:
     if tuple(x.shape[: len(lead)]) != tuple(lead) or x.dim() < len(lead):
-        raise ValueError(f"the leading (batch) dimensions of {name} must equal those of {ref_name}, "
-                         f"{tuple(lead)}; got {name} of shape {tuple(x.shape)} (no implicit broadcasting)")
+        raise ValueError(
+            f"the leading (batch) dimensions of {name} must equal those of {ref_name}, "
+            f"{tuple(lead)}; got {name} of shape {tuple(x.shape)} (no implicit broadcasting)"
+        )
 
 
 def check_same_dtype_device(named: dict) -> None:
@@ -62,21 +74,29 @@ def check_same_dtype_device(named: dict) -> None:
     k0, v0 = items[0]
     for k, v in items[1:]:
         if v.dtype != v0.dtype:
-            raise ValueError(f"{k} has dtype {v.dtype} but {k0} has dtype {v0.dtype}; use one dtype")
+            raise ValueError(
+                f"{k} has dtype {v.dtype} but {k0} has dtype {v0.dtype}; use one dtype"
+            )
         if v.device != v0.device:
             raise ValueError(f"{k} is on {v.device} but {k0} is on {v0.device}; use one device")
 
 
-def check_weights(weights: torch.Tensor, expected_shape: tuple, *, allow_zero_mass: bool = False) -> None:
+def check_weights(
+    weights: torch.Tensor, expected_shape: tuple, *, allow_zero_mass: bool = False
+) -> None:
     """Token weights of a weighted empirical measure: shape ``expected_shape``, non-negative, not all zero
     (unless ``allow_zero_mass``: a chunk of a longer prompt may carry no weight)."""
     if tuple(weights.shape) != tuple(expected_shape):
-        raise ValueError(f"weights must have shape {tuple(expected_shape)} (one per token), "
-                         f"got {tuple(weights.shape)}")
+        raise ValueError(
+            f"weights must have shape {tuple(expected_shape)} (one per token), "
+            f"got {tuple(weights.shape)}"
+        )
     if weights.numel() and bool((weights < 0).any()):
         raise ValueError(f"weights must be non-negative, got minimum {float(weights.min()):.3g}")
     if not allow_zero_mass and weights.numel() and bool((weights.sum(-1) <= 0).any()):
-        raise ValueError("weights must not be all zero for any prompt (the measure would have zero mass)")
+        raise ValueError(
+            "weights must not be all zero for any prompt (the measure would have zero mass)"
+        )
 
 
 def check_positive_int(name: str, value, *, allow_none: bool = False, minimum: int = 1) -> None:
@@ -105,9 +125,13 @@ def check_choice(name: str, value, choices: tuple) -> None:
 
 def check_generator(generator, *, required: bool = False) -> None:
     if generator is None and required:
-        raise TypeError("generator must be a torch.Generator (all randomness is explicit), got None")
+        raise TypeError(
+            "generator must be a torch.Generator (all randomness is explicit), got None"
+        )
     if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+        raise TypeError(
+            f"generator must be a torch.Generator or None, got {type(generator).__name__}"
+        )
 
 
 def psd_tolerance(cov: torch.Tensor) -> float:
@@ -119,16 +143,22 @@ def psd_tolerance(cov: torch.Tensor) -> float:
 def check_psd(name: str, cov: torch.Tensor) -> None:
     """Symmetric positive semi-definite (..., D, D), up to :func:`psd_tolerance`."""
     if cov.dim() < 2 or cov.shape[-1] != cov.shape[-2]:
-        raise ValueError(f"{name} must be a square matrix (..., D, D), got shape {tuple(cov.shape)}")
+        raise ValueError(
+            f"{name} must be a square matrix (..., D, D), got shape {tuple(cov.shape)}"
+        )
     tol = psd_tolerance(cov)
     asym = float((cov - cov.mT).abs().amax()) if cov.numel() else 0.0
     if asym > tol:
-        raise ValueError(f"{name} must be symmetric, got max |{name} - {name}^T| = {asym:.3g} "
-                         f"(tolerance {tol:.1e})")
+        raise ValueError(
+            f"{name} must be symmetric, got max |{name} - {name}^T| = {asym:.3g} "
+            f"(tolerance {tol:.1e})"
+        )
     lam_min = float(torch.linalg.eigvalsh(0.5 * (cov + cov.mT)).min()) if cov.numel() else 0.0
     if lam_min < -tol:
-        raise ValueError(f"{name} must be positive semi-definite, got smallest eigenvalue {lam_min:.3g} "
-                         f"(tolerance {tol:.1e})")
+        raise ValueError(
+            f"{name} must be positive semi-definite, got smallest eigenvalue {lam_min:.3g} "
+            f"(tolerance {tol:.1e})"
+        )
 
 
 def check_sigma(Sigma, name: str = "Sigma") -> torch.Tensor:
@@ -136,12 +166,15 @@ def check_sigma(Sigma, name: str = "Sigma") -> torch.Tensor:
     the regression model."""
     Sigma = as_tensor_arg(name, Sigma)
     if Sigma.dim() != 2 or Sigma.shape[0] != Sigma.shape[1] or Sigma.shape[0] == 0:
-        raise ValueError(f"{name} must be a non-empty square matrix (d, d), got shape {tuple(Sigma.shape)}")
+        raise ValueError(
+            f"{name} must be a non-empty square matrix (d, d), got shape {tuple(Sigma.shape)}"
+        )
     check_psd(name, Sigma)
     lam_min = float(torch.linalg.eigvalsh(Sigma).min())
     if lam_min <= 0:
-        raise ValueError(f"{name} must be positive definite (invertible), got smallest eigenvalue "
-                         f"{lam_min:.3g}")
+        raise ValueError(
+            f"{name} must be positive definite (invertible), got smallest eigenvalue {lam_min:.3g}"
+        )
     return Sigma
 
 
@@ -152,6 +185,8 @@ def check_measure(measure, name: str = "measure", *, finite_mgf: bool = False):
     if not isinstance(measure, TokenMeasure):
         raise TypeError(f"{name} must be a softlin TokenMeasure, got {type(measure).__name__}")
     if finite_mgf and not measure.has_finite_mgf:
-        raise ValueError(f"{name} ({type(measure).__name__}) has no finite moment generating function away "
-                         "from 0, so the tilted law and the infinite-prompt limit do not exist")
+        raise ValueError(
+            f"{name} ({type(measure).__name__}) has no finite moment generating function away "
+            "from 0, so the tilted law and the infinite-prompt limit do not exist"
+        )
     return measure

@@ -103,9 +103,9 @@ def _one_shift_pass(tokens, a, weights, c):
     work = torch.empty(*lead, Q, c, dtype=a.dtype, device=a.device)
     a2, shift, n, s = a * math.log2(math.e), None, [], []
     for start in range(0, L, c):
-        x = tokens[..., start:start + c, :]  # (..., c, D)
+        x = tokens[..., start : start + c, :]  # (..., c, D)
         e = _scores(x, a2, out=work if x.shape[-2] == c else None)  # (..., Q, c), in base 2
-        w = None if weights is None else weights[..., start:start + c].unsqueeze(-2)
+        w = None if weights is None else weights[..., start : start + c].unsqueeze(-2)
         if shift is None:
             shift = (e if w is None else e + torch.log2(w)).amax(-1, keepdim=True)
             if not torch.isfinite(shift).all():
@@ -128,10 +128,10 @@ def _online_pass(tokens, a, weights, c):
     end). Safe for any finite scores and an ordinary differentiable computation."""
     maxima, sums, numerators = [], [], []
     for start in range(0, tokens.shape[-2], c):
-        x = tokens[..., start:start + c, :]  # (..., c, D)
+        x = tokens[..., start : start + c, :]  # (..., c, D)
         scores = _scores(x, a)  # (..., Q, c)
         if weights is not None:
-            scores = scores + torch.log(weights[..., start:start + c]).unsqueeze(-2)
+            scores = scores + torch.log(weights[..., start : start + c]).unsqueeze(-2)
         m = torch.amax(scores.detach(), -1)  # -inf if all weights are 0
         shift = m if weights is None else torch.where(torch.isfinite(m), m, torch.zeros_like(m))
         e = torch.exp(scores - shift.unsqueeze(-1))
@@ -170,7 +170,9 @@ def fused_sgd_step(models, tokens, zq, targets, lr):
     step (scalar or (S,) tensors), in the order of ``models``.
     """
     B, L, D = tokens.shape
-    order = sorted(range(len(models)), key=lambda k: models[k].kind != "softmax")  # softmax rows first
+    order = sorted(
+        range(len(models)), key=lambda k: models[k].kind != "softmax"
+    )  # softmax rows first
     group = [models[k] for k in order]
     sizes = [m.Q.reshape(-1, D, D).shape[0] for m in group]
     Q, K, V = (torch.cat([getattr(m, n).reshape(-1, D, D) for m in group]) for n in "QKV")
@@ -178,22 +180,26 @@ def fused_sgd_step(models, tokens, zq, targets, lr):
     M = Q.shape[0]
     S = sum(n for n, m in zip(sizes, group) if m.kind == "softmax")
     R = S if M - S >= 4 else M  # the models that read the tokens through rows of P
-    w = _row_scales(R, S, L, D, tokens)  # (2R, 1): 1/sqrt(D) on a, 1 on c, times 1/L for a linear model
+    w = _row_scales(
+        R, S, L, D, tokens
+    )  # (2R, 1): 1/sqrt(D) on a, 1 on c, times 1/L for a linear model
     U = torch.matmul(K.mT, Q)  # (M, D, D): K^T Q
     a = torch.mm(zq, U.mT.transpose(0, 1).reshape(D, M * D)).view(B, M, D)  # K^T Q z_q, each model
     c = torch.matmul(o.unsqueeze(1), V).squeeze(1)  # (M, D): V^T o
     tokens_t = tokens.mT  # (B, D, L)
     if tokens_t.stride(-1) != 1:
         tokens_t = tokens_t.contiguous()
-    P = torch.matmul(torch.cat([a[:, :R], c[:R].expand(B, R, D)], 1).mul_(w), tokens_t)  # (B, 2R, L)
+    P = torch.matmul(
+        torch.cat([a[:, :R], c[:R].expand(B, R, D)], 1).mul_(w), tokens_t
+    )  # (B, 2R, L)
     e = P[:, :S]  # softmax rows: the scores s_i, then e_i = exp(s_i - max_j s_j)
     e.sub_(e.amax(-1, keepdim=True)).exp_()
-    P[:, R:R + S].mul_(e)  # e_i y_i
+    P[:, R : R + S].mul_(e)  # e_i y_i
     sums = torch.matmul(tokens_t, P.mT).mT  # (B, 2R, D): the token sums weighted by each row of P
     if S:
         z = e.sum(-1, keepdim=True)
         sums[:, :S].div_(z)
-        sums[:, R:R + S].div_(z)
+        sums[:, R : R + S].div_(z)
     m, second = sums[:, :R], sums[:, R:]  # (B, R, D): sum_i p_i z_i and sum_i p_i y_i z_i
     if R < M:  # the linear models through the Gram matrix
         G = torch.matmul(tokens_t, tokens_t.mT).div_(L * math.sqrt(D))  # (B, D, D), with 1/sqrt(D)
@@ -206,12 +212,18 @@ def fused_sgd_step(models, tokens, zq, targets, lr):
     da = second * (g / math.sqrt(D)).unsqueeze(-1)  # (B, M, D): d loss / d (K^T Q z_q)
     dU = torch.mm(da.reshape(B, M * D).T, zq).view(M, D, D)
     dc = (g.unsqueeze(-1) * m).sum(0)  # (M, D): d loss / d (V^T o)
-    grads = (torch.matmul(K, dU),  # dQ
-             torch.matmul(Q, dU.mT),  # dK
-             o.unsqueeze(-1) * dc.unsqueeze(-2),  # dV
-             torch.matmul(V, dc.unsqueeze(-1)).squeeze(-1))  # do
-    params = [m_.parameters()[i] for i in range(4) for m_ in group]  # Q of each model, K of each, ...
-    steps = [part.view_as(p) for part, p in zip((x for grad in grads for x in grad.split(sizes)), params)]
+    grads = (
+        torch.matmul(K, dU),  # dQ
+        torch.matmul(Q, dU.mT),  # dK
+        o.unsqueeze(-1) * dc.unsqueeze(-2),  # dV
+        torch.matmul(V, dc.unsqueeze(-1)).squeeze(-1),
+    )  # do
+    params = [
+        m_.parameters()[i] for i in range(4) for m_ in group
+    ]  # Q of each model, K of each, ...
+    steps = [
+        part.view_as(p) for part, p in zip((x for grad in grads for x in grad.split(sizes)), params)
+    ]
     torch._foreach_add_(params, steps, alpha=-lr)
     losses = (g * g).mean(0).mul_(B * B / 4).split(sizes)  # the batch MSE of each model
     out = [None] * len(models)
@@ -230,7 +242,7 @@ def _row_scales(R, S, L, D, like):
         if len(_SCALES) > 64:
             _SCALES.clear()
         w = torch.full((2 * R, 1), 1.0 / L, dtype=like.dtype, device=like.device)
-        w[:S] = w[R:R + S] = 1.0
+        w[:S] = w[R : R + S] = 1.0
         w[:R] /= math.sqrt(D)
         _SCALES[key] = w
     return _SCALES[key]

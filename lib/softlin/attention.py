@@ -27,11 +27,25 @@ from typing import NamedTuple
 import torch
 
 from . import _fast
-from ._checks import (as_tensor_arg, check_matrix, check_positive_int, check_result_finite,
-                      check_same_dtype_device, check_weights)
+from ._checks import (
+    as_tensor_arg,
+    check_matrix,
+    check_positive_int,
+    check_result_finite,
+    check_same_dtype_device,
+    check_weights,
+)
 
-__all__ = ["tilted_mean", "linear_mean", "softmax_weights", "softmax_attention", "linear_attention",
-           "TiltedSums", "TiltedMoments", "tilted_moments"]
+__all__ = [
+    "TiltedMoments",
+    "TiltedSums",
+    "linear_attention",
+    "linear_mean",
+    "softmax_attention",
+    "softmax_weights",
+    "tilted_mean",
+    "tilted_moments",
+]
 
 
 def _check_tokens_tilt(tokens, a, weights, *, chunk=False, a_name="a"):
@@ -41,16 +55,24 @@ def _check_tokens_tilt(tokens, a, weights, *, chunk=False, a_name="a"):
     a = as_tensor_arg(a_name, a, min_dim=2)
     lead, (L, D) = tuple(tokens.shape[:-2]), tokens.shape[-2:]
     if L == 0 or D == 0:
-        raise ValueError(f"tokens must hold at least one token (L >= 1) of dimension D >= 1, "
-                         f"got shape {tuple(tokens.shape)}")
+        raise ValueError(
+            f"tokens must hold at least one token (L >= 1) of dimension D >= 1, "
+            f"got shape {tuple(tokens.shape)}"
+        )
     if a.shape[-1] != D:
-        raise ValueError(f"{a_name} must have last dimension D = {D} (that of tokens), got shape "
-                         f"{tuple(a.shape)}")
+        raise ValueError(
+            f"{a_name} must have last dimension D = {D} (that of tokens), got shape "
+            f"{tuple(a.shape)}"
+        )
     if tuple(a.shape[:-2]) != lead:
-        raise ValueError(f"the leading (batch) dimensions of {a_name} must equal those of tokens, {lead}; "
-                         f"got {a_name} of shape {tuple(a.shape)} (no implicit broadcasting)")
+        raise ValueError(
+            f"the leading (batch) dimensions of {a_name} must equal those of tokens, {lead}; "
+            f"got {a_name} of shape {tuple(a.shape)} (no implicit broadcasting)"
+        )
     if weights is not None:
-        check_weights(as_tensor_arg("weights", weights), tuple(tokens.shape[:-1]), allow_zero_mass=chunk)
+        check_weights(
+            as_tensor_arg("weights", weights), tuple(tokens.shape[:-1]), allow_zero_mass=chunk
+        )
     check_same_dtype_device({"tokens": tokens, a_name: a, "weights": weights})
 
 
@@ -79,8 +101,12 @@ def tilted_mean(tokens, a, *, weights=None):
     _check_tokens_tilt(tokens, a, weights)
     scores = a @ tokens.mT  # (..., Q, L): the score z_i . a of each token for each direction
     if weights is not None:
-        scores = scores + weights.log().unsqueeze(-2)  # log w_i; a zero weight (-inf) drops the token
-    p = torch.softmax(scores, dim=-1)  # (..., Q, L): shifted by the maximum, so any finite score is safe
+        scores = scores + weights.log().unsqueeze(
+            -2
+        )  # log w_i; a zero weight (-inf) drops the token
+    p = torch.softmax(
+        scores, dim=-1
+    )  # (..., Q, L): shifted by the maximum, so any finite score is safe
     return check_result_finite(p @ tokens, "tokens", tokens)  # (..., Q, D)
 
 
@@ -104,7 +130,9 @@ def _check_attention(tokens, queries, U, V, weights):
     _check_tokens_tilt(tokens, queries, weights, a_name="queries")
     U, D = as_tensor_arg("U", U), tokens.shape[-1]
     if U.dim() != 2 or U.shape[0] != U.shape[1]:
-        raise ValueError(f"U must be a square matrix of shape (D, D) = ({D}, {D}), got {tuple(U.shape)}")
+        raise ValueError(
+            f"U must be a square matrix of shape (D, D) = ({D}, {D}), got {tuple(U.shape)}"
+        )
     check_matrix("U", U, D, D)
     if V is not None:
         check_matrix("V", as_tensor_arg("V", V), None, D)
@@ -201,7 +229,9 @@ class TiltedMoments(NamedTuple):
     def covariance(self) -> torch.Tensor:
         """(..., Q, D, D): the tilted covariance ``sum_i p_i (z_i - m)(z_i - m)^T``."""
         if self.second is None:
-            raise ValueError("the second moments were not accumulated: use TiltedSums(a, second=True)")
+            raise ValueError(
+                "the second moments were not accumulated: use TiltedSums(a, second=True)"
+            )
         return self.second - self.mean.unsqueeze(-1) * self.mean.unsqueeze(-2)
 
 
@@ -241,12 +271,18 @@ class TiltedSums:
         scores = self.a @ tokens.mT  # (..., Q, c)
         if weights is not None:
             scores = scores + weights.log().unsqueeze(-2)
-        chunk_max = scores.detach().amax(-1)  # (..., Q); the shift cancels, so no gradient through it
+        chunk_max = scores.detach().amax(
+            -1
+        )  # (..., Q); the shift cancels, so no gradient through it
         new_max = chunk_max if self.max is None else torch.maximum(self.max, chunk_max)
-        shift = torch.where(torch.isfinite(new_max), new_max, torch.zeros_like(new_max))  # all-zero weights
+        shift = torch.where(
+            torch.isfinite(new_max), new_max, torch.zeros_like(new_max)
+        )  # all-zero weights
         e = torch.exp(scores - shift.unsqueeze(-1))  # (..., Q, c): w_i e_i
         D = tokens.shape[-1]
-        if self.second:  # one product gives s1 and s2: weights times the tokens [z_i, vec(z_i z_i^T)]
+        if (
+            self.second
+        ):  # one product gives s1 and s2: weights times the tokens [z_i, vec(z_i z_i^T)]
             zz = tokens.unsqueeze(-1) * tokens.unsqueeze(-2)  # (..., c, D, D)
             both = e @ torch.cat([tokens, zz.flatten(-2)], dim=-1)  # (..., Q, D + D^2)
             s1, s2 = both[..., :D], both[..., D:].unflatten(-1, (D, D))
@@ -254,7 +290,9 @@ class TiltedSums:
             s1, s2 = e @ tokens, None  # (..., Q, D)
         sums = [e.sum(-1), s1, (e * e).sum(-1)] + ([s2] if self.second else [])  # s0, s1, s00, s2
         if self.max is not None:  # rescale the old sums to the new maximum
-            r = torch.exp(torch.where(torch.isfinite(self.max), self.max, shift) - shift)  # (..., Q)
+            r = torch.exp(
+                torch.where(torch.isfinite(self.max), self.max, shift) - shift
+            )  # (..., Q)
             old = [self.s0, self.s1, self.s00] + ([self.s2] if self.second else [])
             scale = [r, r.unsqueeze(-1), r * r, r[..., None, None]]
             sums = [o * s + n for o, s, n in zip(old, scale, sums)]
@@ -288,9 +326,8 @@ def tilted_moments(tokens, a, *, weights=None, second: bool = False, chunk_size:
     step = L if chunk_size is None else chunk_size
     sums = TiltedSums(a, second=second)
     for start in range(0, L, step):
-        w = None if weights is None else weights[..., start:start + step]
-        sums.update(tokens[..., start:start + step, :], w)
+        w = None if weights is None else weights[..., start : start + step]
+        sums.update(tokens[..., start : start + step, :], w)
     out = sums.moments()
     check_result_finite(out.mean, "tokens", tokens)
     return out
-

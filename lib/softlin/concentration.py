@@ -25,13 +25,28 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ._checks import (as_tensor_arg, check_choice, check_generator, check_matrix, check_measure,
-                      check_positive_int, check_psd, check_same_dtype_device)
+from ._checks import (
+    as_tensor_arg,
+    check_choice,
+    check_generator,
+    check_matrix,
+    check_measure,
+    check_positive_int,
+    check_psd,
+    check_same_dtype_device,
+)
 from .attention import TiltedSums
 from .measures import gauss_hermite_rule, gaussian_range_factor
 
-__all__ = ["PromptErrors", "sample_errors", "fixed_query_mse_expansion", "delta_method_expansion",
-           "query_averaged_expansion", "ess_ratio_expansion", "heuristic_rate_exponent"]
+__all__ = [
+    "PromptErrors",
+    "delta_method_expansion",
+    "ess_ratio_expansion",
+    "fixed_query_mse_expansion",
+    "heuristic_rate_exponent",
+    "query_averaged_expansion",
+    "sample_errors",
+]
 
 KINDS = ("output", "grad_V", "grad_U")
 
@@ -49,8 +64,9 @@ class PromptErrors(NamedTuple):
     ess: torch.Tensor
 
 
-def sample_errors(measure, queries, U, V, L, n_prompts, *, generator, jacobians=False,
-                  chunk_size=None) -> PromptErrors:
+def sample_errors(
+    measure, queries, U, V, L, n_prompts, *, generator, jacobians=False, chunk_size=None
+) -> PromptErrors:
     """Monte Carlo errors of softmax attention over ``n_prompts`` prompts of ``L`` i.i.d. tokens.
 
     Tokens are drawn from ``generator`` chunk by chunk and consumed by :class:`TiltedSums` (memory
@@ -85,10 +101,14 @@ def sample_errors(measure, queries, U, V, L, n_prompts, *, generator, jacobians=
     D = measure.dim
     check_matrix("U", U, D, D)
     check_matrix("V", V, None, D)
-    if queries.shape[-1:] != (D,) or queries.dim() not in (2, 3) or queries.shape[:-2] not in (
-            (), (n_prompts,)):
-        raise ValueError(f"queries must have shape (Q, {D}) or ({n_prompts}, Q, {D}), got "
-                         f"{tuple(queries.shape)}")
+    if (
+        queries.shape[-1:] != (D,)
+        or queries.dim() not in (2, 3)
+        or queries.shape[:-2] not in ((), (n_prompts,))
+    ):
+        raise ValueError(
+            f"queries must have shape (Q, {D}) or ({n_prompts}, Q, {D}), got {tuple(queries.shape)}"
+        )
     ref = torch.empty(0, dtype=measure.dtype, device=measure.device)
     check_same_dtype_device({"measure": ref, "queries": queries, "U": U, "V": V})
     z = queries.expand(n_prompts, *queries.shape[-2:])  # (P, Q, D)
@@ -148,12 +168,12 @@ def _error_function(kind, V, cov):
     D = cov.shape[0]
 
     def h(x):
-        mean = x[1:1 + D] / x[0]
+        mean = x[1 : 1 + D] / x[0]
         if kind == "output":
             return ((V @ mean) ** 2).sum()
         if kind == "grad_V":
             return V.shape[0] * (mean**2).sum()
-        C = x[1 + D:].reshape(D, D) / x[0] - torch.outer(mean, mean)
+        C = x[1 + D :].reshape(D, D) / x[0] - torch.outer(mean, mean)
         return ((V @ (C - cov)) ** 2).sum()  # times |z|^2 for the U-Jacobian
 
     return h
@@ -185,10 +205,15 @@ def _expansion_terms(z, U, cov, kind, derivatives):
     A1 = 0.5 * torch.einsum("ij,qij->q", H, m2)  # no r^0 term: h is 0-homogeneous, so H mu = 0
     Tm, Qmm = T @ mu, Q4 @ mu @ mu  # (n, n) each
     B0 = (Tm @ mu @ mu) / 3 + (Qmm @ mu @ mu) / 8
-    B = torch.stack([B0.expand(len(z)),
-                     -torch.einsum("ij,qij->q", Tm / 2 + Qmm / 4, m2),
-                     torch.einsum("qij,ijkl,qkl->q", m2, Q4, m2) / 8,
-                     torch.einsum("ijk,qijk->q", T, m3) / 6], -1)
+    B = torch.stack(
+        [
+            B0.expand(len(z)),
+            -torch.einsum("ij,qij->q", Tm / 2 + Qmm / 4, m2),
+            torch.einsum("qij,ijkl,qkl->q", m2, Q4, m2) / 8,
+            torch.einsum("ijk,qijk->q", T, m3) / 6,
+        ],
+        -1,
+    )
     if kind == "grad_U":
         z2 = (z**2).sum(-1)
         A1, B = A1 * z2, B * z2[:, None]
@@ -197,7 +222,9 @@ def _expansion_terms(z, U, cov, kind, derivatives):
 
 def _monomials(y):
     """(..., D) -> (..., 1 + D + D^2): ``(1, y, vec y y^T)``."""
-    return torch.cat([torch.ones_like(y[..., :1]), y, (y.unsqueeze(-1) * y.unsqueeze(-2)).flatten(-2)], -1)
+    return torch.cat(
+        [torch.ones_like(y[..., :1]), y, (y.unsqueeze(-1) * y.unsqueeze(-2)).flatten(-2)], -1
+    )
 
 
 def delta_method_expansion(queries, U, V, cov, kind="output"):
@@ -243,7 +270,9 @@ def query_averaged_expansion(U, V, cov, kind="output", query_cov=None):
     terms = []  # (average of the A-term, average of the j-th B-term), or None when infinite
     for j in range(4):
         K = torch.eye(M.shape[0], dtype=M.dtype, device=M.device) - 2 * j * M
-        if float(torch.linalg.eigvalsh(K).min()) <= 1e-12:  # at or beyond the threshold (to rounding)
+        if (
+            float(torch.linalg.eigvalsh(K).min()) <= 1e-12
+        ):  # at or beyond the threshold (to rounding)
             terms.append(None)
             continue
         qc = S @ torch.linalg.inv(K) @ S.mT

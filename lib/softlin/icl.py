@@ -25,17 +25,37 @@ import numpy as np
 import torch
 
 from . import _fast
-from ._checks import (as_tensor_arg, check_choice, check_generator, check_matrix, check_positive_int,
-                      check_real, check_same_dtype_device, check_sigma)
+from ._checks import (
+    as_tensor_arg,
+    check_choice,
+    check_generator,
+    check_matrix,
+    check_positive_int,
+    check_real,
+    check_same_dtype_device,
+    check_sigma,
+)
 from .attention import TiltedSums, linear_mean, tilted_mean
 
 __all__ = [
-    "kms_covariance", "RegressionPrompts", "PromptSampler", "sample_prompts",  # data
-    "reduced_attention_matrices", "conditional_risk", "finite_prompt_risk",  # reduced model
-    "linear_finite_prompt_risk", "risk_fluctuation_constant",
-    "infinite_prompt_risk", "infinite_prompt_risk_grad", "bayes_optimal_parameters",  # limit
-    "Trajectory", "balanced_initialisation", "initialisation_bound", "infinite_prompt_flow",
-    "FullAttention", "sgd_step",  # the experiment's model
+    "FullAttention",
+    "PromptSampler",
+    "RegressionPrompts",
+    "Trajectory",
+    "balanced_initialisation",
+    "bayes_optimal_parameters",  # limit
+    "conditional_risk",
+    "finite_prompt_risk",  # reduced model
+    "infinite_prompt_flow",
+    "infinite_prompt_risk",
+    "infinite_prompt_risk_grad",
+    "initialisation_bound",
+    "kms_covariance",
+    "linear_finite_prompt_risk",
+    "reduced_attention_matrices",
+    "risk_fluctuation_constant",
+    "sample_prompts",  # data
+    "sgd_step",  # the experiment's model
 ]
 
 KINDS = ("softmax", "linear")
@@ -67,7 +87,9 @@ def kms_covariance(d, rho, *, dtype=torch.float64, device=None):
     if not -1 < rho < 1:
         raise ValueError(f"rho must lie in (-1, 1) for a positive definite KMS matrix, got {rho}")
     i = torch.arange(d, device=device)
-    return torch.tensor(rho, dtype=dtype, device=device) ** (i[:, None] - i[None, :]).abs().to(dtype)
+    return torch.tensor(rho, dtype=dtype, device=device) ** (i[:, None] - i[None, :]).abs().to(
+        dtype
+    )
 
 
 @dataclass
@@ -128,30 +150,40 @@ class PromptSampler:
         self._out = torch.empty(batch_size, d + 1, L + 1, **kw)
         self._tasks = torch.empty(batch_size, d, **kw)
         self._targets = torch.empty(batch_size, **kw)
-        self.prompts = RegressionPrompts(self._out[:, :, :L].mT, self._out[:, :, L:].mT, self._targets,
-                                         self._tasks)
+        self.prompts = RegressionPrompts(
+            self._out[:, :, :L].mT, self._out[:, :, L:].mT, self._targets, self._tasks
+        )
 
     def sample(self, generator=None) -> RegressionPrompts:
         """Refill the buffers with a fresh batch and return it (views into the buffers)."""
         check_generator(generator)
         d, L = self.d, self.L
-        torch.randn(self._tasks.shape, generator=generator, out=self._tasks).mul_(math.sqrt(self.tau2))
+        torch.randn(self._tasks.shape, generator=generator, out=self._tasks).mul_(
+            math.sqrt(self.tau2)
+        )
         torch.randn(self._normals.shape, generator=generator, out=self._normals)
         self._mix[:, d, :d] = self._tasks @ self._factor  # w^T factor: the label row
-        torch.bmm(self._mix, self._normals, out=self._out)  # (B, D, L + 1): columns (x, w^T x + noise)
+        torch.bmm(
+            self._mix, self._normals, out=self._out
+        )  # (B, D, L + 1): columns (x, w^T x + noise)
         if self.released:  # query input N(0, I), its label from it
             xq = self._normals[:, :d, L]
             self._out[:, :d, L] = xq
-            self._out[:, d, L] = (xq * self._tasks).sum(-1) + self._mix[:, d, d] * self._normals[:, d, L]
+            self._out[:, d, L] = (xq * self._tasks).sum(-1) + self._mix[:, d, d] * self._normals[
+                :, d, L
+            ]
         self._targets.copy_(self._out[:, d, L])
         self._out[:, d, L] = 0.0  # the query token carries no label
         return self.prompts
 
 
-def sample_prompts(Sigma, L, batch_size, *, tau2=1.0, noise_var=0.0, generator=None, released=False):
+def sample_prompts(
+    Sigma, L, batch_size, *, tau2=1.0, noise_var=0.0, generator=None, released=False
+):
     """A fresh batch of regression prompts in new memory (:class:`PromptSampler`, same arguments)."""
-    return PromptSampler(Sigma, L, batch_size, tau2=tau2, noise_var=noise_var,
-                         released=released).sample(generator)
+    return PromptSampler(
+        Sigma, L, batch_size, tau2=tau2, noise_var=noise_var, released=released
+    ).sample(generator)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -214,8 +246,20 @@ def conditional_risk(A, b, x, x_query, *, kind="softmax", tau2=1.0, noise_var=0.
     return _conditional_risk(A[None], b[None], x, x_query, kind, tau2, noise_var)[:, 0]
 
 
-def finite_prompt_risk(A, b, Sigma, L, *, n_prompts, generator=None, kind="softmax", tau2=1.0,
-                       noise_var=0.0, batch_size=4096, dtype=None):
+def finite_prompt_risk(
+    A,
+    b,
+    Sigma,
+    L,
+    *,
+    n_prompts,
+    generator=None,
+    kind="softmax",
+    tau2=1.0,
+    noise_var=0.0,
+    batch_size=4096,
+    dtype=None,
+):
     """Monte Carlo estimate of the finite-prompt risk ``R_L(A, b)`` of the reduced model (half MSE).
 
     Averages :func:`conditional_risk` over ``n_prompts`` prompts of :class:`PromptSampler` drawn in batches.
@@ -234,15 +278,19 @@ def finite_prompt_risk(A, b, Sigma, L, *, n_prompts, generator=None, kind="softm
     if batched:
         As, bs = as_tensor_arg("A", A), as_tensor_arg("b", b)
         if As.shape[1:] != (d, d) or tuple(bs.shape) != (As.shape[0],):
-            raise ValueError(f"batched A must have shape (n, {d}, {d}) and b shape (n,), got "
-                             f"{tuple(As.shape)} and {tuple(bs.shape)}")
+            raise ValueError(
+                f"batched A must have shape (n, {d}, {d}) and b shape (n,), got "
+                f"{tuple(As.shape)} and {tuple(bs.shape)}"
+            )
     else:
         A, b, _ = _reduced_args(A, b, d=d)
         As, bs = A[None], b[None]
     for name, value in (("L", L), ("n_prompts", n_prompts), ("batch_size", batch_size)):
         check_positive_int(name, value)
     if n_prompts < 2:
-        raise ValueError(f"n_prompts must be at least 2 to estimate a standard error, got {n_prompts}")
+        raise ValueError(
+            f"n_prompts must be at least 2 to estimate a standard error, got {n_prompts}"
+        )
     check_choice("kind", kind, KINDS)
     check_generator(generator)
     tau2 = check_real("tau2", tau2, positive=True)
@@ -343,8 +391,10 @@ def infinite_prompt_risk_grad(A, b, Sigma, *, tau2=1.0):
 
 def _risk_grad(A, b, Sigma2, Sigma, tau2):
     S2A = Sigma2 @ A
-    return (tau2 * (b * b * S2A @ Sigma - b * Sigma2),
-            tau2 * (b * torch.trace(A.T @ S2A @ Sigma) - torch.trace(S2A)))
+    return (
+        tau2 * (b * b * S2A @ Sigma - b * Sigma2),
+        tau2 * (b * torch.trace(A.T @ S2A @ Sigma) - torch.trace(S2A)),
+    )
 
 
 def bayes_optimal_parameters(Sigma):
@@ -382,7 +432,9 @@ class Trajectory:
         return torch.sqrt(((self.A - A) ** 2).sum((-1, -2)) + (self.b - b) ** 2)
 
 
-def balanced_initialisation(d, alpha, *, rank=None, generator=None, dtype=torch.float64, device=None):
+def balanced_initialisation(
+    d, alpha, *, rank=None, generator=None, dtype=torch.float64, device=None
+):
     """Balanced start of Eq. (9): ``A(0) = alpha Theta Theta^T / ||Theta Theta^T||_F``, ``b(0) = alpha``.
 
     ``Theta`` is a standard Gaussian (d, rank) matrix (rank 1..d, default d), so ``||A(0)||_F = b(0) =
@@ -408,7 +460,9 @@ def initialisation_bound(Sigma):
     return math.sqrt(2) / (Sigma.shape[0] ** 0.25 * float(torch.linalg.eigvalsh(Sigma).max()))
 
 
-def infinite_prompt_flow(A0, b0, Sigma, t_eval, *, tau2=1.0, rtol=1e-10, atol=1e-12, method="LSODA"):
+def infinite_prompt_flow(
+    A0, b0, Sigma, t_eval, *, tau2=1.0, rtol=1e-10, atol=1e-12, method="LSODA"
+):
     """Gradient flow ``d(A, b)/dt = -grad R_inf`` from ``(A0, b0)``, with ``scipy.integrate.solve_ivp``.
 
     The right-hand side is minus :func:`infinite_prompt_risk_grad`; the balance ``||A||_F^2 - b^2`` is
@@ -423,7 +477,9 @@ def infinite_prompt_flow(A0, b0, Sigma, t_eval, *, tau2=1.0, rtol=1e-10, atol=1e
     tau2 = check_real("tau2", tau2, positive=True)
     t_eval = np.asarray(t_eval, dtype=np.float64)
     if t_eval.ndim != 1 or t_eval.size == 0 or np.any(np.diff(t_eval) <= 0) or t_eval[0] < 0:
-        raise ValueError(f"t_eval must be a non-empty increasing 1-D array of times >= 0, got {t_eval!r}")
+        raise ValueError(
+            f"t_eval must be a non-empty increasing 1-D array of times >= 0, got {t_eval!r}"
+        )
     d = Sigma.shape[0]
     S = Sigma.detach().cpu().double()
     S2 = S @ S
@@ -434,8 +490,15 @@ def infinite_prompt_flow(A0, b0, Sigma, t_eval, *, tau2=1.0, rtol=1e-10, atol=1e
         return -torch.cat([gA.reshape(-1), gb.reshape(1)]).numpy()
 
     y0 = torch.cat([A0.detach().cpu().double().reshape(-1), b0.detach().cpu().double().reshape(1)])
-    sol = solve_ivp(rhs, (0.0, float(t_eval[-1])), y0.numpy(), method=method, t_eval=t_eval, rtol=rtol,
-                    atol=atol)
+    sol = solve_ivp(
+        rhs,
+        (0.0, float(t_eval[-1])),
+        y0.numpy(),
+        method=method,
+        t_eval=t_eval,
+        rtol=rtol,
+        atol=atol,
+    )
     if not sol.success:
         raise RuntimeError(f"solve_ivp failed: {sol.message}")
     A = torch.from_numpy(sol.y[:-1].T.reshape(-1, d, d).copy())
@@ -482,7 +545,9 @@ class FullAttention:
         check_same_dtype_device({"Q": Q, "K": self.K, "V": self.V, "o": self.o})
 
     @classmethod
-    def initialise(cls, d, *, kind="softmax", generator=None, dtype=torch.float32, device=None, starts=None):
+    def initialise(
+        cls, d, *, kind="softmax", generator=None, dtype=torch.float32, device=None, starts=None
+    ):
         """PyTorch's default ``nn.Linear`` start: entries uniform on ``(-1/sqrt(D), 1/sqrt(D))``.
 
         Draw order Q, K, V, o (each stored ``(out, in)`` as ``nn.Linear`` does); with ``starts=S``, S
@@ -495,7 +560,9 @@ class FullAttention:
         bound = 1.0 / math.sqrt(D)
 
         def unif(*shape):
-            return (torch.rand(*shape, generator=generator, dtype=dtype, device=device) * 2 - 1) * bound
+            return (
+                torch.rand(*shape, generator=generator, dtype=dtype, device=device) * 2 - 1
+            ) * bound
 
         draws = [[unif(D, D), unif(D, D), unif(D, D), unif(D)] for _ in range(starts or 1)]
         params = [torch.stack(p) if starts else p[0] for p in zip(*draws)]
@@ -515,7 +582,9 @@ class FullAttention:
 
     def to(self, dtype=None, device=None):
         """A copy in another dtype and/or on another device."""
-        return FullAttention(*(p.to(dtype=dtype, device=device) for p in self.parameters()), self.kind)
+        return FullAttention(
+            *(p.to(dtype=dtype, device=device) for p in self.parameters()), self.kind
+        )
 
     def key_query(self):
         """The merged key-query matrix ``K^T Q``, (D, D) or (S, D, D)."""
@@ -529,7 +598,9 @@ class FullAttention:
         """Predictions for prompts tokens (B, L, D), queries (B, 1, D): (B,), or (S, B) for S models."""
         tokens, queries = _check_prompts(tokens, queries, self.Q)
         U = (self.key_query() / math.sqrt(self.D)).reshape(-1, self.D, self.D)  # (S, D, D)
-        a = (queries[:, 0] @ U.mT).transpose(0, 1)  # (B, S, D): the tilt direction U z_q of each model
+        a = (queries[:, 0] @ U.mT).transpose(
+            0, 1
+        )  # (B, S, D): the tilt direction U z_q of each model
         mean = tilted_mean(tokens, a) if self.kind == "softmax" else linear_mean(tokens, a)
         pred = (mean * self.output_value().reshape(-1, self.D)).sum(-1).T  # (S, B): o^T V mean
         return pred if self.Q.dim() == 3 else pred[0]
@@ -546,10 +617,16 @@ def _check_prompts(tokens, queries, ref):
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     D = ref.shape[-1]
-    if tokens.dim() != 3 or tokens.shape[1] == 0 or tokens.shape[2] != D or \
-            tuple(queries.shape) != (tokens.shape[0], 1, D):
-        raise ValueError(f"tokens must have shape (B, L, {D}) with L >= 1 and queries (B, 1, {D}), got "
-                         f"{tuple(tokens.shape)} and {tuple(queries.shape)}")
+    if (
+        tokens.dim() != 3
+        or tokens.shape[1] == 0
+        or tokens.shape[2] != D
+        or tuple(queries.shape) != (tokens.shape[0], 1, D)
+    ):
+        raise ValueError(
+            f"tokens must have shape (B, L, {D}) with L >= 1 and queries (B, 1, {D}), got "
+            f"{tuple(tokens.shape)} and {tuple(queries.shape)}"
+        )
     check_same_dtype_device({"tokens": tokens, "queries": queries, "weights": ref})
     return tokens, queries
 
@@ -569,8 +646,11 @@ def sgd_step(models, prompts, lr, *, fused=True):
     -------
     list of the models' batch MSEs before the step (Tensors, scalar or (S,)), on the models' device.
     """
-    if isinstance(models, FullAttention) or not models or \
-            not all(isinstance(m, FullAttention) for m in models):
+    if (
+        isinstance(models, FullAttention)
+        or not models
+        or not all(isinstance(m, FullAttention) for m in models)
+    ):
         raise TypeError("models must be a non-empty sequence of FullAttention")
     if not isinstance(prompts, RegressionPrompts):
         raise TypeError(f"prompts must be RegressionPrompts, got {type(prompts).__name__}")
@@ -578,15 +658,21 @@ def sgd_step(models, prompts, lr, *, fused=True):
     for m in models:
         _check_prompts(prompts.tokens, prompts.queries, m.Q)
     if tuple(prompts.targets.shape) != (prompts.tokens.shape[0],):
-        raise ValueError(f"targets must have shape ({prompts.tokens.shape[0]},), got "
-                         f"{tuple(prompts.targets.shape)}")
+        raise ValueError(
+            f"targets must have shape ({prompts.tokens.shape[0]},), got "
+            f"{tuple(prompts.targets.shape)}"
+        )
     if fused:
-        return _fast.fused_sgd_step(models, prompts.tokens, prompts.queries[:, 0], prompts.targets, lr)
+        return _fast.fused_sgd_step(
+            models, prompts.tokens, prompts.queries[:, 0], prompts.targets, lr
+        )
     losses = []
     for m in models:
         params = [p.detach().requires_grad_(True) for p in m.parameters()]
         loss = FullAttention(*params, kind=m.kind).loss(prompts)
-        grads = torch.autograd.grad(loss.sum(), params)  # the models are independent: sum their losses
+        grads = torch.autograd.grad(
+            loss.sum(), params
+        )  # the models are independent: sum their losses
         with torch.no_grad():
             for p, g in zip(m.parameters(), grads):
                 p.sub_(g, alpha=lr)

@@ -21,14 +21,34 @@ import math
 import numpy as np
 import torch
 
-from ._checks import (as_tensor_arg, check_generator, check_matrix, check_measure, check_positive_int,
-                      check_psd, check_real, check_same_dtype_device, check_weights,
-                      psd_tolerance)
+from ._checks import (
+    as_tensor_arg,
+    check_generator,
+    check_matrix,
+    check_measure,
+    check_positive_int,
+    check_psd,
+    check_real,
+    check_same_dtype_device,
+    check_weights,
+    psd_tolerance,
+)
 
-__all__ = ["TokenMeasure", "GaussianMeasure", "EmpiricalMeasure", "RademacherMeasure", "UniformMeasure",
-           "GaussianMixtureMeasure", "StudentTMeasure", "LogNormalMeasure", "attention_limit",
-           "linear_attention_limit", "gaussian_attention_limit", "gaussian_range_factor",
-           "gauss_hermite_rule"]
+__all__ = [
+    "EmpiricalMeasure",
+    "GaussianMeasure",
+    "GaussianMixtureMeasure",
+    "LogNormalMeasure",
+    "RademacherMeasure",
+    "StudentTMeasure",
+    "TokenMeasure",
+    "UniformMeasure",
+    "attention_limit",
+    "gauss_hermite_rule",
+    "gaussian_attention_limit",
+    "gaussian_range_factor",
+    "linear_attention_limit",
+]
 
 #: Largest number of nodes :func:`gauss_hermite_rule` builds (``n_nodes ** rank``).
 MAX_QUADRATURE_NODES = 2_000_000
@@ -54,7 +74,9 @@ class TokenMeasure:
     def _check_a(self, a, *, tilted: bool = False) -> torch.Tensor:
         a = as_tensor_arg("a", a, min_dim=1)
         if a.shape[-1] != self.dim:
-            raise ValueError(f"a must have last dimension D = {self.dim}, got shape {tuple(a.shape)}")
+            raise ValueError(
+                f"a must have last dimension D = {self.dim}, got shape {tuple(a.shape)}"
+            )
         if tilted:
             check_measure(self, type(self).__name__, finite_mgf=True)
         return a
@@ -149,13 +171,17 @@ class GaussianMeasure(TokenMeasure):
             raise ValueError(f"mean must be a vector of shape (D,), got shape {tuple(mean.shape)}")
         D = mean.shape[0]
         if cov.dim() != 2 or cov.shape != (D, D):
-            raise ValueError(f"cov must have shape (D, D) = ({D}, {D}) to match mean, got {tuple(cov.shape)}")
+            raise ValueError(
+                f"cov must have shape (D, D) = ({D}, {D}) to match mean, got {tuple(cov.shape)}"
+            )
         check_same_dtype_device({"mean": mean, "cov": cov})
         check_psd("cov", cov)
         self.mean, self.cov, self.dim = mean, cov, D
         self.dtype, self.device = mean.dtype, mean.device
         evals, evecs = _range_eigh(cov)
-        self._factor = evecs * evals.sqrt()  # (D, D) with factor @ factor^T = cov (zero columns off range)
+        self._factor = (
+            evecs * evals.sqrt()
+        )  # (D, D) with factor @ factor^T = cov (zero columns off range)
 
     def sample(self, n, *, generator=None):
         _check_sample(n, generator)
@@ -198,7 +224,9 @@ class EmpiricalMeasure(TokenMeasure):
         if atoms.dim() != 2:
             raise ValueError(f"atoms must have shape (L, D), got {tuple(atoms.shape)}")
         if atoms.shape[0] == 0:
-            raise ValueError(f"atoms must hold at least one token (L >= 1), got shape {tuple(atoms.shape)}")
+            raise ValueError(
+                f"atoms must hold at least one token (L >= 1), got shape {tuple(atoms.shape)}"
+            )
         if weights is None:
             weights = torch.ones(atoms.shape[0], dtype=atoms.dtype, device=atoms.device)
         else:
@@ -251,7 +279,9 @@ class UniformMeasure(TokenMeasure):
     ``log_mgf(a) = sum_j log(sinh(h a_j) / (h a_j))``, evaluated stably (series near 0).
     """
 
-    def __init__(self, dim: int, half_width: float = math.sqrt(3.0), *, dtype=torch.float64, device="cpu"):
+    def __init__(
+        self, dim: int, half_width: float = math.sqrt(3.0), *, dtype=torch.float64, device="cpu"
+    ):
         _init_coordinates(self, dim, dtype, device)
         self.half_width = check_real("half_width", half_width, positive=True)
 
@@ -290,7 +320,9 @@ class GaussianMixtureMeasure(TokenMeasure):
             raise ValueError(f"means must have shape (K, D), got {tuple(means.shape)}")
         K, D = means.shape
         if covs.shape != (K, D, D):
-            raise ValueError(f"covs must have shape (K, D, D) = ({K}, {D}, {D}), got {tuple(covs.shape)}")
+            raise ValueError(
+                f"covs must have shape (K, D, D) = ({K}, {D}, {D}), got {tuple(covs.shape)}"
+            )
         if probs.shape != (K,):
             raise ValueError(f"probs must have shape (K,) = ({K},), got {tuple(probs.shape)}")
         if bool((probs < 0).any()) or abs(float(probs.sum()) - 1.0) > 1e-12:
@@ -393,13 +425,17 @@ def _check_limit_args(queries, U, V, *, measure=None, min_dim=1):
     U, V = as_tensor_arg("U", U), as_tensor_arg("V", V)
     D = queries.shape[-1] if measure is None else measure.dim
     if queries.shape[-1] != D:
-        raise ValueError(f"queries must have last dimension D = {D} (the measure's dimension), "
-                         f"got {tuple(queries.shape)}")
+        raise ValueError(
+            f"queries must have last dimension D = {D} (the measure's dimension), "
+            f"got {tuple(queries.shape)}"
+        )
     check_matrix("U", U, D, D)
     check_matrix("V", V, None, D)
     check_same_dtype_device({"queries": queries, "U": U, "V": V})
     if measure is not None and queries.dtype != measure.dtype:
-        raise ValueError(f"queries has dtype {queries.dtype} but the measure has dtype {measure.dtype}")
+        raise ValueError(
+            f"queries has dtype {queries.dtype} but the measure has dtype {measure.dtype}"
+        )
     return queries, U, V
 
 
@@ -445,9 +481,13 @@ def gaussian_attention_limit(queries, U, V, mean, cov):
     mean, cov = as_tensor_arg("mean", mean, min_dim=1), as_tensor_arg("cov", cov, min_dim=2)
     D, lead = queries.shape[-1], tuple(queries.shape[:-2])
     if tuple(mean.shape) != lead + (D,):
-        raise ValueError(f"mean must have shape {lead + (D,)} to match queries, got {tuple(mean.shape)}")
+        raise ValueError(
+            f"mean must have shape {lead + (D,)} to match queries, got {tuple(mean.shape)}"
+        )
     if tuple(cov.shape) != lead + (D, D):
-        raise ValueError(f"cov must have shape {lead + (D, D)} to match queries, got {tuple(cov.shape)}")
+        raise ValueError(
+            f"cov must have shape {lead + (D, D)} to match queries, got {tuple(cov.shape)}"
+        )
     check_same_dtype_device({"queries": queries, "mean": mean, "cov": cov})
     check_psd("cov", cov)
     tilted = mean.unsqueeze(-2) + queries @ U.mT @ cov.mT  # (..., Q, D): m + Gamma U z
@@ -487,8 +527,10 @@ def gauss_hermite_rule(mean, cov, n_nodes: int):
     B = gaussian_range_factor(mu.cov)  # (D, r)
     r = B.shape[1]
     if n_nodes**r > MAX_QUADRATURE_NODES:
-        raise ValueError(f"n_nodes ** rank(cov) = {n_nodes}^{r} exceeds {MAX_QUADRATURE_NODES} nodes; use "
-                         "fewer n_nodes (tensor-product quadrature is meant for rank <= 3)")
+        raise ValueError(
+            f"n_nodes ** rank(cov) = {n_nodes}^{r} exceeds {MAX_QUADRATURE_NODES} nodes; use "
+            "fewer n_nodes (tensor-product quadrature is meant for rank <= 3)"
+        )
     kw = {"dtype": mu.dtype, "device": mu.device}
     if r == 0:
         return mu.mean.unsqueeze(0).clone(), torch.ones(1, **kw)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["select_sizes", "check_device"]
+__all__ = ["check_device", "select_sizes"]
 
 #: The execution modes, from the smallest sizes to the paper's.
 MODES = ("fast", "default", "paper")
@@ -29,7 +29,9 @@ def select_sizes(table: dict, mode: str, *, show: bool = True) -> dict:
     keys = list(table["default"])
     for m in MODES:
         if list(table[m]) != keys:
-            raise ValueError(f"table[{m!r}] must list the keys {keys} (in that order), got {list(table[m])}")
+            raise ValueError(
+                f"table[{m!r}] must list the keys {keys} (in that order), got {list(table[m])}"
+            )
     if show:
         _show(table, mode, keys)
     return dict(table[mode])
@@ -67,7 +69,9 @@ def _show(table, mode, keys):
 def check_device(device: str) -> torch.device:
     """``torch.device(device)``, falling back to the CPU with a message when CUDA is asked for but absent."""
     if not isinstance(device, str):
-        raise TypeError(f"device must be a string such as 'cpu' or 'cuda', got {type(device).__name__}")
+        raise TypeError(
+            f"device must be a string such as 'cpu' or 'cuda', got {type(device).__name__}"
+        )
     if device.startswith("cuda") and not torch.cuda.is_available():
         print(f"device={device!r} was asked for but CUDA is not available: running on the CPU.")
         return torch.device("cpu")

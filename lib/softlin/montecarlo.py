@@ -17,8 +17,14 @@ import torch
 
 from ._checks import as_tensor_arg, check_generator, check_measure, check_positive_int
 
-__all__ = ["prompt_batches", "MonteCarloEstimate", "mean_and_stderr", "paired_difference", "PowerLawFit",
-           "fit_power_law"]
+__all__ = [
+    "MonteCarloEstimate",
+    "PowerLawFit",
+    "fit_power_law",
+    "mean_and_stderr",
+    "paired_difference",
+    "prompt_batches",
+]
 
 
 def prompt_batches(measure, L: int, n_prompts: int, *, generator, max_tokens: int = 2**20):
@@ -62,8 +68,10 @@ def _as_samples(name, x, dim):
         x = torch.as_tensor(np.asarray(x, dtype=np.float64))
         as_tensor_arg(name, x, min_dim=1)
     if x.shape[dim] < 2:
-        raise ValueError(f"{name} must hold at least two samples along dim {dim} to estimate a standard "
-                         f"error, got shape {tuple(x.shape)}")
+        raise ValueError(
+            f"{name} must hold at least two samples along dim {dim} to estimate a standard "
+            f"error, got shape {tuple(x.shape)}"
+        )
     return x
 
 
@@ -89,8 +97,10 @@ def paired_difference(x, y, dim: int = 0) -> MonteCarloEstimate:
     """
     x, y = _as_samples("x", x, dim), _as_samples("y", y, dim)
     if x.shape != y.shape:
-        raise ValueError(f"x and y must have the same shape (paired samples), got {tuple(x.shape)} and "
-                         f"{tuple(y.shape)}")
+        raise ValueError(
+            f"x and y must have the same shape (paired samples), got {tuple(x.shape)} and "
+            f"{tuple(y.shape)}"
+        )
     return mean_and_stderr(x - y, dim)
 
 
@@ -133,21 +143,27 @@ def fit_power_law(L_values, values, stderr=None) -> PowerLawFit:
     L = np.asarray(L_values, dtype=float)
     v = np.asarray(values, dtype=float)
     if L.ndim != 1 or v.shape != L.shape or L.size < 3:
-        raise ValueError(f"L_values and values must be 1-D of equal length >= 3, got shapes {L.shape} "
-                         f"and {v.shape}")
+        raise ValueError(
+            f"L_values and values must be 1-D of equal length >= 3, got shapes {L.shape} "
+            f"and {v.shape}"
+        )
     if np.any(L <= 0) or not np.all(np.isfinite(L)):
         raise ValueError(f"L_values must be positive and finite, got {L.tolist()}")
     if not np.all(np.isfinite(v)) or np.any(v <= 0):
-        raise ValueError(f"values must be finite and positive to be fitted in log-log coordinates, "
-                         f"got {v.tolist()}")
+        raise ValueError(
+            f"values must be finite and positive to be fitted in log-log coordinates, "
+            f"got {v.tolist()}"
+        )
     x, y = np.log(L), np.log(v)
     if stderr is None:
         w = np.ones_like(y)
     else:
         s = np.asarray(stderr, dtype=float)
         if s.shape != v.shape or not np.all(np.isfinite(s)) or np.any(s <= 0):
-            raise ValueError(f"stderr must be positive and finite with the shape of values {v.shape}, "
-                             f"got {s.tolist()}")
+            raise ValueError(
+                f"stderr must be positive and finite with the shape of values {v.shape}, "
+                f"got {s.tolist()}"
+            )
         w = (v / s) ** 2
     X = np.stack([np.ones_like(x), x], axis=1)
     A = X.T @ (w[:, None] * X)

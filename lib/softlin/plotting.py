@@ -8,7 +8,7 @@ import itertools
 import matplotlib as mpl
 from cycler import cycler
 
-__all__ = ["OKABE_ITO", "use_book_style", "series_styles"]
+__all__ = ["OKABE_ITO", "series_styles", "use_book_style"]
 
 #: The Okabe-Ito palette (Okabe & Ito 2008), safe for the common colour-vision deficiencies.
 OKABE_ITO = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
@@ -22,8 +22,11 @@ def use_book_style() -> None:
     n = len(OKABE_ITO)
     mpl.rcParams.update(
         {
-            "axes.prop_cycle": (cycler(color=OKABE_ITO) + cycler(marker=MARKERS[:n])
-                                + cycler(linestyle=LINESTYLES[:n])),
+            "axes.prop_cycle": (
+                cycler(color=OKABE_ITO)
+                + cycler(marker=MARKERS[:n])
+                + cycler(linestyle=LINESTYLES[:n])
+            ),
             "lines.markersize": 5,
             "lines.linewidth": 1.6,
             "figure.figsize": (6.4, 3.8),
@@ -46,4 +49,4 @@ def use_book_style() -> None:
 def series_styles(n: int) -> list[dict]:
     """``n`` keyword dicts (color, marker, linestyle) for ``ax.plot``, distinguishable without colour."""
     cyc = itertools.cycle(zip(OKABE_ITO, MARKERS, LINESTYLES))
-    return [dict(color=c, marker=m, linestyle=ls) for c, m, ls, in itertools.islice(cyc, n)]
+    return [dict(color=c, marker=m, linestyle=ls) for c, m, ls in itertools.islice(cyc, n)]

@@ -12,14 +12,27 @@ import numpy as np
 import torch
 
 from . import icl
-from ._checks import (as_tensor_arg, check_choice, check_generator, check_matrix, check_positive_int,
-                      check_same_dtype_device, check_sigma)
+from ._checks import (
+    as_tensor_arg,
+    check_choice,
+    check_generator,
+    check_matrix,
+    check_positive_int,
+    check_same_dtype_device,
+    check_sigma,
+)
 from .attention import linear_mean, tilted_mean
 from .measures import GaussianMeasure
 from .montecarlo import mean_and_stderr, prompt_batches
 
-__all__ = ["gap_terms", "risk_gap", "EmpiricalRisk", "infinite_risk_hessian", "gronwall_envelope",
-           "trajectory_distance"]
+__all__ = [
+    "EmpiricalRisk",
+    "gap_terms",
+    "gronwall_envelope",
+    "infinite_risk_hessian",
+    "risk_gap",
+    "trajectory_distance",
+]
 
 KINDS = ("softmax", "linear")
 SCORES_PER_BATCH = 2**22  # (prompt, token, matrix) scores held at once when prompts are drawn
@@ -33,7 +46,9 @@ def _check_A(A, d):  # A (d, d), or a batch (K, d, d) of matrices on the same pr
 
 def _inputs(Sigma, L, n_prompts, generator, dtype, max_tokens):
     """Batches (x (n, L, d), x_query (n, d)) of i.i.d. N(0, Sigma) inputs, n (L + 1) <= max_tokens."""
-    law = GaussianMeasure(torch.zeros(Sigma.shape[0], dtype=dtype, device=Sigma.device), Sigma.to(dtype))
+    law = GaussianMeasure(
+        torch.zeros(Sigma.shape[0], dtype=dtype, device=Sigma.device), Sigma.to(dtype)
+    )
     for z in prompt_batches(law, L + 1, n_prompts, generator=generator, max_tokens=max_tokens):
         yield z[:, :L], z[:, L]
 
@@ -78,8 +93,10 @@ def risk_gap(A, b, Sigma, L, *, n_prompts, generator, kind="softmax", dtype=None
     Sigma = check_sigma(Sigma)
     As, b = _check_A(A, Sigma.shape[0]), as_tensor_arg("b", b)
     if tuple(b.shape) != tuple(As.shape[:-2]):
-        raise ValueError(f"b must have shape {tuple(As.shape[:-2])} for A of shape {tuple(As.shape)}, "
-                         f"got {tuple(b.shape)}")
+        raise ValueError(
+            f"b must have shape {tuple(As.shape[:-2])} for A of shape {tuple(As.shape)}, "
+            f"got {tuple(b.shape)}"
+        )
     check_positive_int("L", L)
     check_positive_int("n_prompts", n_prompts, minimum=2)
     check_generator(generator, required=True)
@@ -109,7 +126,9 @@ class EmpiricalRisk:
             raise ValueError(f"x must have shape (n, L, d) with n >= 2, got {tuple(x.shape)}")
         self.Sigma = Sigma.detach().to(dtype=x.dtype, device=x.device)
         self.x, self.x_query, self.kind, self.L = x, x_query, kind, x.shape[1]
-        gap_terms(torch.zeros_like(self.Sigma), x, x_query, self.Sigma, kind=kind)  # validates the rest
+        gap_terms(
+            torch.zeros_like(self.Sigma), x, x_query, self.Sigma, kind=kind
+        )  # validates the rest
         self.last_nfev = 0  # velocity evaluations of the last call to flow()
 
     @classmethod
@@ -143,7 +162,9 @@ class EmpiricalRisk:
     def velocity(self, A, b):
         """The flow's right-hand side ``-grad R_hat_L = -grad R_inf - grad gap`` at ``(A, b)`` (float64)."""
         A, b = (t.detach().double().cpu() for t in (A, b))
-        inf_A, inf_b = icl.infinite_prompt_risk_grad(A, b, self.Sigma64)  # the infinite-prompt force
+        inf_A, inf_b = icl.infinite_prompt_risk_grad(
+            A, b, self.Sigma64
+        )  # the infinite-prompt force
         gap_A, gap_b = self.gap_gradient(A, b)  # the extra force of finite prompts
         return -(inf_A + gap_A), -(inf_b + gap_b)
 
@@ -158,7 +179,9 @@ class EmpiricalRisk:
 
         d, t_eval = self.Sigma.shape[0], np.asarray(t_eval, dtype=np.float64)
         if t_eval.ndim != 1 or t_eval.size == 0 or np.any(np.diff(t_eval) <= 0) or t_eval[0] < 0:
-            raise ValueError(f"t_eval must be a non-empty increasing 1-D array of times >= 0, got {t_eval!r}")
+            raise ValueError(
+                f"t_eval must be a non-empty increasing 1-D array of times >= 0, got {t_eval!r}"
+            )
         self.value(_check_A(A0, d), as_tensor_arg("b0", b0))  # validates the start
 
         def rhs(_t, y):
@@ -166,10 +189,15 @@ class EmpiricalRisk:
             return np.append(vA.reshape(-1).numpy(), float(vb))
 
         y0 = np.append(A0.detach().double().cpu().reshape(-1).numpy(), float(b0))
-        sol = solve_ivp(rhs, (0.0, t_eval[-1]), y0, method=method, t_eval=t_eval, rtol=rtol, atol=atol)
+        sol = solve_ivp(
+            rhs, (0.0, t_eval[-1]), y0, method=method, t_eval=t_eval, rtol=rtol, atol=atol
+        )
         if not sol.success:
             raise RuntimeError(f"solve_ivp failed: {sol.message}")
-        A, b = torch.from_numpy(sol.y[:-1].T.copy()).reshape(-1, d, d), torch.from_numpy(sol.y[-1].copy())
+        A, b = (
+            torch.from_numpy(sol.y[:-1].T.copy()).reshape(-1, d, d),
+            torch.from_numpy(sol.y[-1].copy()),
+        )
         risk = torch.tensor([self.value(a, bb) for a, bb in zip(A, b)], dtype=torch.float64)
         self.last_nfev = int(sol.nfev)
         return icl.Trajectory(t=torch.from_numpy(sol.t.copy()), A=A, b=b, risk=risk)
@@ -189,8 +217,10 @@ def infinite_risk_hessian(A, b, Sigma):
     d = Sigma.shape[0]
     A, b = as_tensor_arg("A", A, min_dim=2), as_tensor_arg("b", b)
     if A.shape[-2:] != (d, d) or tuple(b.shape) != tuple(A.shape[:-2]):
-        raise ValueError(f"A must have shape (..., {d}, {d}) and b the shape (...) of its leading "
-                         f"dimensions, got {tuple(A.shape)} and {tuple(b.shape)}")
+        raise ValueError(
+            f"A must have shape (..., {d}, {d}) and b the shape (...) of its leading "
+            f"dimensions, got {tuple(A.shape)} and {tuple(b.shape)}"
+        )
     check_same_dtype_device({"A": A, "b": b, "Sigma": Sigma})
     S2, p, lead = Sigma @ Sigma, d * d + 1, A.shape[:-2]  # H is (..., p, p)
     H = torch.empty(*lead, p, p, dtype=A.dtype, device=A.device)

@@ -16,7 +16,7 @@ import os
 
 import matplotlib.pyplot as plt
 
-__all__ = ["explorer", "small_multiples", "show_source", "answer_check"]
+__all__ = ["answer_check", "explorer", "show_source", "small_multiples"]
 
 #: Set (to anything but "" or "0") in a kernel's environment, it makes :func:`explorer` precompute its
 #: pictures for the static site; "check" validates the controls and draws the default picture only.
@@ -117,7 +117,9 @@ def _png(rgb, colours: int | None = None) -> bytes:
 
     img = Image.fromarray(rgb)
     if colours:
-        img = img.quantize(colors=colours, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+        img = img.quantize(
+            colors=colours, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE
+        )
     buf = io.BytesIO()
     img.save(buf, format="png", compress_level=6)
     return buf.getvalue()
@@ -129,8 +131,16 @@ def _control_values(name, w):
 
     import ipywidgets as widgets
 
-    if isinstance(w, (widgets.SelectionSlider, widgets.Dropdown, widgets.RadioButtons,
-                      widgets.ToggleButtons, widgets.Select)):
+    if isinstance(
+        w,
+        (
+            widgets.SelectionSlider,
+            widgets.Dropdown,
+            widgets.RadioButtons,
+            widgets.ToggleButtons,
+            widgets.Select,
+        ),
+    ):
         kind = "range" if isinstance(w, widgets.SelectionSlider) else "select"
         return list(w._options_labels), list(w._options_values), w.index, kind
     if isinstance(w, (widgets.Checkbox, widgets.ToggleButton)):
@@ -139,15 +149,19 @@ def _control_values(name, w):
         values = list(range(w.min, w.max + 1, w.step))
     elif isinstance(w, (widgets.FloatSlider, widgets.FloatLogSlider)):
         exps = [round(w.min + k * w.step, 12) for k in range(round((w.max - w.min) / w.step) + 1)]
-        values = [w.base ** e for e in exps] if isinstance(w, widgets.FloatLogSlider) else exps
+        values = [w.base**e for e in exps] if isinstance(w, widgets.FloatLogSlider) else exps
     else:
-        raise TypeError(f"explorer control {name!r} is a {type(w).__name__}, which has no finite set of "
-                        "values to precompute; use a SelectionSlider(options=[...], value=...), a Dropdown, "
-                        "an IntSlider or a FloatSlider")
+        raise TypeError(
+            f"explorer control {name!r} is a {type(w).__name__}, which has no finite set of "
+            "values to precompute; use a SelectionSlider(options=[...], value=...), a Dropdown, "
+            "an IntSlider or a FloatSlider"
+        )
     index = min(range(len(values)), key=lambda k: abs(values[k] - w.value))
     if not math.isclose(values[index], w.value, rel_tol=1e-9, abs_tol=1e-12):
-        raise ValueError(f"explorer control {name!r}: its value {w.value!r} is not one of its steps "
-                         f"{values[0]!r}, ..., {values[-1]!r}")
+        raise ValueError(
+            f"explorer control {name!r}: its value {w.value!r} is not one of its steps "
+            f"{values[0]!r}, ..., {values[-1]!r}"
+        )
     values[index] = w.value
     return [format(v, w.readout_format) for v in values], values, index, "range"
 
@@ -167,14 +181,19 @@ def _static_explorer(plot, controls, fixed_values):
 
     spec = {name: _control_values(name, w) for name, w in controls.items()}
     for name in [n for n, s in spec.items() if len(s[1]) == 1 and len(spec) > 1]:
-        fixed_values = {**fixed_values, name: spec.pop(name)[1][0]}  # a one-value control moves nothing
+        fixed_values = {
+            **fixed_values,
+            name: spec.pop(name)[1][0],
+        }  # a one-value control moves nothing
     shape = [len(values) for _, values, _, _ in spec.values()]
     n_frames, default = math.prod(shape), tuple(s[2] for s in spec.values())
     if n_frames > FRAME_LIMIT:
         sizes = " x ".join(f"{name}: {n}" for name, n in zip(spec, shape))
-        raise ValueError(f"explorer has {n_frames} states ({sizes} values), more than the {FRAME_LIMIT} the "
-                         "static site precomputes; give each control a few values, e.g. "
-                         f"SelectionSlider(options=[...], value=...), whose product is at most {FRAME_LIMIT}")
+        raise ValueError(
+            f"explorer has {n_frames} states ({sizes} values), more than the {FRAME_LIMIT} the "
+            "static site precomputes; give each control a few values, e.g. "
+            f"SelectionSlider(options=[...], value=...), whose product is at most {FRAME_LIMIT}"
+        )
 
     def params_of(state):
         return {**fixed_values, **{name: s[1][k] for (name, s), k in zip(spec.items(), state)}}
@@ -182,17 +201,26 @@ def _static_explorer(plot, controls, fixed_values):
     # "check" (a run that builds no site: tests, seed sweeps) draws the default state only, twice.
     check_only = os.environ.get(STATIC_ENV) == "check"
     states = [default] if check_only else list(itertools.product(*map(range, shape)))  # C order
-    _, position = _draw(plot, params_of(default))  # the default state's layout, kept for every state
+    _, position = _draw(
+        plot, params_of(default)
+    )  # the default state's layout, kept for every state
     frames = {state: _draw(plot, params_of(state), position)[0] for state in states}
     again, _ = _draw(plot, params_of(default), position)
     if not np.array_equal(again, frames[default]):
-        raise ValueError("explorer: plot drew two different pictures for the same parameters; it must be "
-                         "deterministic given its arguments (pass the seed in, use no global random state)")
-    uris = ["data:image/png;base64," + base64.b64encode(_png(rgb, 256)).decode() for rgb in frames.values()]
+        raise ValueError(
+            "explorer: plot drew two different pictures for the same parameters; it must be "
+            "deterministic given its arguments (pass the seed in, use no global random state)"
+        )
+    uris = [
+        "data:image/png;base64," + base64.b64encode(_png(rgb, 256)).decode()
+        for rgb in frames.values()
+    ]
     if check_only:
-        return HTML(f'<div class="softlin-explorer-checked"><img src="{uris[0]}" alt="The explorer\'s '
-                    f'default picture"><p>Default picture only: this run checked the {n_frames} states of '
-                    "the explorer without drawing them (no site is built).</p></div>")
+        return HTML(
+            f'<div class="softlin-explorer-checked"><img src="{uris[0]}" alt="The explorer\'s '
+            f'default picture"><p>Default picture only: this run checked the {n_frames} states of '
+            "the explorer without drawing them (no site is built).</p></div>"
+        )
     flat = int(np.ravel_multi_index(default, shape))
     uid = "softlin-explorer-" + hashlib.sha1("".join(uris).encode()).hexdigest()[:12]
     names = [str(controls[name].description or name) for name in spec]
@@ -200,20 +228,35 @@ def _static_explorer(plot, controls, fixed_values):
     for k, (labels, _, index, kind) in enumerate(spec.values()):
         cid, label = f"{uid}-c{k}", html.escape(labels[index])
         if kind == "range":
-            field = (f'<input type="range" id="{cid}" data-control="{k}" min="0" max="{len(labels) - 1}" '
-                     f'step="1" value="{index}" aria-valuetext="{label}"><output for="{cid}">{label}</output>')
+            field = (
+                f'<input type="range" id="{cid}" data-control="{k}" min="0" max="{len(labels) - 1}" '
+                f'step="1" value="{index}" aria-valuetext="{label}"><output for="{cid}">{label}</output>'
+            )
         else:
-            options = "".join(f'<option value="{j}"{" selected" * (j == index)}>{html.escape(s)}</option>'
-                              for j, s in enumerate(labels))
+            options = "".join(
+                f'<option value="{j}"{" selected" * (j == index)}>{html.escape(s)}</option>'
+                for j, s in enumerate(labels)
+            )
             field = f'<select id="{cid}" data-control="{k}">{options}</select>'
-        tex = re.sub(r"\$([^$]+)\$", r'<span class="math notranslate nohighlight">\(\1\)</span>',
-                     html.escape(names[k]))  # $...$ is typeset by MathJax, as ipywidgets does
-        rows.append(f'<div class="softlin-explorer-control"><label for="{cid}">{tex}</label>{field}</div>')
+        tex = re.sub(
+            r"\$([^$]+)\$",
+            r'<span class="math notranslate nohighlight">\(\1\)</span>',
+            html.escape(names[k]),
+        )  # $...$ is typeset by MathJax, as ipywidgets does
+        rows.append(
+            f'<div class="softlin-explorer-control"><label for="{cid}">{tex}</label>{field}</div>'
+        )
     plain = [re.sub(r"[$\\]", "", s) for s in names]
-    state = html.escape(", ".join(f"{s} = {spec_[0][i]}" for s, spec_, i in zip(plain, spec.values(),
-                                                                            default)))
-    data = {"names": plain, "labels": [s[0] for s in spec.values()], "shape": shape,
-            "default": list(default), "frames": [None if i == flat else f for i, f in enumerate(uris)]}
+    state = html.escape(
+        ", ".join(f"{s} = {spec_[0][i]}" for s, spec_, i in zip(plain, spec.values(), default))
+    )
+    data = {
+        "names": plain,
+        "labels": [s[0] for s in spec.values()],
+        "shape": shape,
+        "default": list(default),
+        "frames": [None if i == flat else f for i, f in enumerate(uris)],
+    }
     h, w = frames[default].shape[:2]
     payload = json.dumps(data).replace("<", "\\u003c")  # nothing in it can close the <script>
     return HTML(
@@ -227,10 +270,13 @@ def _static_explorer(plot, controls, fixed_values):
         f'<p class="softlin-explorer-print">Explorer shown at {state}; on the web page or in the notebook '
         "its controls move it.</p>"
         '<script type="application/json" class="softlin-explorer-data">'
-        f"{payload}</script></div>")
+        f"{payload}</script></div>"
+    )
 
 
-def small_multiples(plot, grid, *, ncols=3, panel_size=(3.2, 2.8), sharex=True, sharey=True, **fixed):
+def small_multiples(
+    plot, grid, *, ncols=3, panel_size=(3.2, 2.8), sharex=True, sharey=True, **fixed
+):
     """Draw ``plot(ax, **params, **fixed)`` for each dict ``params`` of ``grid`` (a non-empty list; each
     panel should set its title from its parameters) on one figure of ``ncols`` panels a row.
 
@@ -243,11 +289,18 @@ def small_multiples(plot, grid, *, ncols=3, panel_size=(3.2, 2.8), sharex=True, 
         raise TypeError("grid must be a list of dicts of parameter values")
     ncols = min(ncols, len(grid))
     nrows = -(-len(grid) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(panel_size[0] * ncols, panel_size[1] * nrows),
-                             sharex=sharex, sharey=sharey, squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(
+        nrows,
+        ncols,
+        figsize=(panel_size[0] * ncols, panel_size[1] * nrows),
+        sharex=sharex,
+        sharey=sharey,
+        squeeze=False,
+        layout="constrained",
+    )
     for ax, params in zip(axes.flat, grid):
         plot(ax, **params, **fixed)
-    for ax in list(axes.flat)[len(grid):]:
+    for ax in list(axes.flat)[len(grid) :]:
         ax.set_visible(False)
     return fig
 
@@ -268,12 +321,19 @@ def show_source(obj, *, docstring: bool = False) -> str:
     try:
         src = textwrap.dedent(inspect.getsource(obj))
     except (TypeError, OSError) as exc:
-        raise TypeError(f"obj must be a Python function or class with source code, got {obj!r}") from exc
+        raise TypeError(
+            f"obj must be a Python function or class with source code, got {obj!r}"
+        ) from exc
     body = getattr(ast.parse(src).body[0], "body", [])
-    if not docstring and body and isinstance(body[0], ast.Expr) \
-            and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+    if (
+        not docstring
+        and body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
         lines = src.splitlines()
-        src = "\n".join(lines[:body[0].lineno - 1] + lines[body[0].end_lineno:]) + "\n"
+        src = "\n".join(lines[: body[0].lineno - 1] + lines[body[0].end_lineno :]) + "\n"
     from IPython import get_ipython
     from IPython.display import Markdown, display
 
@@ -309,8 +369,10 @@ def answer_check(expected, *, rtol: float = 1e-6, atol: float = 0.0, inputs=None
     import torch
 
     if not callable(expected):
-        raise TypeError("expected must be a callable that computes the answer key, got "
-                        f"{type(expected).__name__}")
+        raise TypeError(
+            "expected must be a callable that computes the answer key, got "
+            f"{type(expected).__name__}"
+        )
     if rtol < 0 or atol < 0:
         raise ValueError(f"rtol and atol must be non-negative, got rtol={rtol}, atol={atol}")
     if inputs is not None:
@@ -320,7 +382,9 @@ def answer_check(expected, *, rtol: float = 1e-6, atol: float = 0.0, inputs=None
     tail = f" {hint}" if hint else ""
 
     def as_array(x):
-        return np.asarray(x.detach().cpu().double().numpy() if isinstance(x, torch.Tensor) else x, float)
+        return np.asarray(
+            x.detach().cpu().double().numpy() if isinstance(x, torch.Tensor) else x, float
+        )
 
     def verdict(answer) -> str | float:  # what is wrong, or the worst relative error
         if inputs is not None and not callable(answer):
