@@ -335,7 +335,7 @@ def run(
         "test_mse": {k: [] for k in kinds},
         "train_loss": {k: [] for k in kinds},
     }
-    step, wall, block, block_n, baselines = 0, 0.0, None, 0, None
+    step, wall, block, block_n, baselines, segments = 0, 0.0, None, 0, None, []
     if ckpt_path.exists():
         ck = torch.load(ckpt_path, weights_only=False)
         if ck["settings"] != settings:
@@ -343,19 +343,25 @@ def run(
                 f"{ckpt_path} was written with other settings: {ck['settings']}; delete it"
             )
         step, wall, history, baselines = ck["step"], ck["wall"], ck["history"], ck["baselines"]
-        block, block_n = ck["block"], ck["block_n"]
+        block, block_n, segments = ck["block"], ck["block_n"], ck.get("segments", [])
         for k in kinds:
             for w, saved in zip(models[k].parameters(), ck["models"][k]):
                 w.copy_(saved)
         stream.set_state(ck["stream"])
-    if (
-        baselines is None
-    ):  # the data's own baselines (the model-dependent statistics are in "final")
+    if baselines is None:
+        # the data's own baselines (the model-dependent statistics are in "final")
         start = evaluate(models, settings, L, device, baselines=True)
         baselines = {k: start[k] for k in ("bayes", "bayes_se", "ridge", "ridge_se")}
-    prov = provenance(
-        device
-    )  # once, before training: the commit and code that run (later edits don't count)
+    # Once per process, before training: the commit and code that run (later edits don't count).
+    # A run resumed from its checkpoint adds a segment: which code took it from which step to which.
+    prov = provenance(device)
+    segments.append(
+        {
+            **{k: prov[k] for k in ("commit", "dirty", "code_sha256", "device", "date")},
+            "from_step": step,
+            "to_step": step,
+        }
+    )
 
     def record(s):
         history["steps"].append(s)
@@ -373,7 +379,7 @@ def run(
             "settings": settings,
             "complete": complete,
             "steps_done": step,
-            "provenance": {**prov, "wall_seconds": round(wall, 1)},
+            "provenance": {**prov, "wall_seconds": round(wall, 1), "segments": segments},
             "baselines": _rounded(baselines),
             "history": _rounded(history),
             "final": _rounded(final),
@@ -404,9 +410,8 @@ def run(
         step += 1
         bar.update(1)
         if step == FIRST_BLOCK:
-            history["first_block"] = {
-                k: (block[k] / block_n).tolist() for k in kinds
-            }  # full precision
+            # full precision
+            history["first_block"] = {k: (block[k] / block_n).tolist() for k in kinds}
         if step % settings["record_every"] == 0 or step == FIRST_BLOCK or step == steps:
             if not all(math.isfinite(x) for k in kinds for x in (block[k] / block_n).tolist()):
                 raise SystemExit(f"L={L}: training diverged before step {step}")
@@ -415,6 +420,7 @@ def run(
         if step % checkpoint_every == 0 or step == steps or step == stop_after:
             wall += time.perf_counter() - t0
             t0 = time.perf_counter()
+            segments[-1]["to_step"] = step
             _save_atomic(
                 {
                     "settings": settings,
@@ -426,6 +432,7 @@ def run(
                     "block_n": block_n,
                     "models": {k: [w.clone() for w in m.parameters()] for k, m in models.items()},
                     "stream": stream.get_state(),
+                    "segments": segments,
                 },
                 ckpt_path,
             )
