@@ -515,3 +515,44 @@ def test_sgd_step_and_full_model_errors(gen):
     assert not math.isfinite(float(icl.sgd_step([model.clone()], bad, 0.1)[0]))
     with pytest.raises(ValueError, match="tokens must be finite"):
         model.predict(bad.tokens, bad.queries)
+
+
+@pytest.mark.parametrize("released", [False, True])
+@pytest.mark.parametrize("L", [4, 30])
+def test_linear_class_optimum_is_the_least_error_of_linear_attention(gen, L, released):
+    """Monte Carlo on sampled prompts (the experiment's sampler, float64), independent of the algebra:
+    the error of h^T Gamma* x_q (h = mean of y_i x_i) is the closed form within 4 standard errors, and
+    moving Gamma off Gamma* in random directions raises the error by tr(S_q D^T H D) (the first-order
+    term vanishes at the optimum), the paired difference within 4 of its standard errors."""
+    tau2, noise_var, n = 0.2, 0.1, 200_000
+    Gamma, mse = icl.linear_class_optimum(
+        SIGMA, L, tau2=tau2, noise_var=noise_var, released=released
+    )
+    p = icl.sample_prompts(
+        SIGMA, L, n, tau2=tau2, noise_var=noise_var, generator=gen, released=released
+    )
+    h = (p.y.unsqueeze(-1) * p.x).mean(1)  # (n, d)
+
+    def errors(G):
+        return ((h @ G * p.x_query).sum(-1) - p.targets) ** 2
+
+    best = errors(Gamma)
+    se = float(best.std()) / math.sqrt(n)
+    assert abs(float(best.mean()) - mse) < 4 * se, (float(best.mean()), mse, se)
+    S_p, S_q = icl.input_covariances(SIGMA, released=released)
+    # E[h h^T] as the docstring states it (what is tested: with it the rise is the quadratic alone)
+    H = tau2 * ((1 + 1 / L) * S_p @ S_p + torch.trace(S_p) * S_p / L) + noise_var * S_p / L
+    for _ in range(3):
+        step = 0.3 * torch.randn(5, 5, generator=gen, dtype=F64) / math.sqrt(L)
+        rise = errors(Gamma + step) - best
+        rise_se = float(rise.std()) / math.sqrt(n)
+        expected = float(torch.trace(S_q @ step.T @ H @ step))
+        assert float(rise.mean()) > 0
+        assert abs(float(rise.mean()) - expected) < 4 * rise_se, (
+            float(rise.mean()),
+            expected,
+            rise_se,
+        )
+    if not released:  # the limit: the Bayes risk of the infinite prompt, the label noise alone
+        far = icl.linear_class_optimum(SIGMA, 10**9, tau2=tau2, noise_var=noise_var)[1]
+        assert abs(far - noise_var) < 1e-7  # the 1/L terms, times 1e-9

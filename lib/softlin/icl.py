@@ -50,7 +50,9 @@ __all__ = [
     "infinite_prompt_risk",
     "infinite_prompt_risk_grad",
     "initialisation_bound",
+    "input_covariances",
     "kms_covariance",
+    "linear_class_optimum",
     "linear_finite_prompt_risk",
     "reduced_attention_matrices",
     "risk_fluctuation_constant",
@@ -335,6 +337,55 @@ def linear_finite_prompt_risk(A, b, Sigma, L, *, tau2=1.0, noise_var=0.0):
     signal = b * b * torch.trace(A.T @ G @ A @ Sigma) - 2 * b * torch.trace(Sigma @ A @ Sigma)
     noise = b * b * torch.trace(A.T @ Sigma @ A @ Sigma) / L + 1.0
     return 0.5 * (tau2 * (signal + torch.trace(Sigma)) + noise_var * noise)
+
+
+def input_covariances(Sigma, *, released=False):
+    """The covariances of the prompt inputs and of the query input, ((d, d), (d, d)).
+
+    ``(Sigma, Sigma)`` for the data model of Section 5; with ``released``, those of the authors' released
+    generator (:class:`PromptSampler`): ``(C C)(C C)^T`` with ``Sigma = C C^T`` for the prompt, ``I`` for
+    the query.
+    """
+    Sigma = check_sigma(Sigma)
+    if not released:
+        return Sigma, Sigma
+    C = torch.linalg.cholesky(Sigma)
+    return (C @ C) @ (C @ C).T, torch.eye(Sigma.shape[0], dtype=Sigma.dtype, device=Sigma.device)
+
+
+def linear_class_optimum(Sigma, L, *, tau2=1.0, noise_var=0.0, released=False):
+    """The best single-layer linear attention at prompt length ``L``, and its mean squared error.
+
+    Any linear attention (any ``Q, K, V, o``; the scores divided by ``L``) predicts
+    ``h^T Gamma x_q + e`` with ``h = (1/L) sum_i y_i x_i``, ``Gamma = c_y U_xx + c_x U_yx`` and a part
+    ``e`` even in the task and noise (``(w, noise) -> -(w, noise)`` flips every label), which is
+    uncorrelated with the target and with the odd part, so it only adds error; every ``Gamma`` is
+    reachable. With the prompt and query input covariances ``S_p``, ``S_q``
+    (:func:`input_covariances`) and Gaussian fourth moments,
+    ``H = E[h h^T] = tau2 ((1 + 1/L) S_p^2 + tr(S_p) S_p / L) + noise_var S_p / L``, the error
+    ``noise_var + tau2 tr S_q + tr(S_q Gamma^T H Gamma) - 2 tau2 tr(S_q Gamma^T S_p)`` is least at
+    ``Gamma* = tau2 H^-1 S_p``, where it is ``noise_var + tau2 tr S_q - tau2^2 tr(S_q S_p H^-1 S_p)``.
+    This is the finite-prompt analogue of the effective covariance of Zhang, Frei and Bartlett; as
+    ``L -> inf`` (``released`` False) it tends to ``noise_var``, the Bayes risk.
+
+    Parameters
+    ----------
+    Sigma : Tensor (d, d), positive definite; L : int >= 1; tau2 > 0, noise_var >= 0 : float.
+    released : bool, the released generator's input covariances (:class:`PromptSampler`).
+
+    Returns
+    -------
+    (Gamma* Tensor (d, d), mse float): the plain mean squared error (no 1/2, the experiment's loss),
+    target noise included.
+    """
+    check_positive_int("L", L)
+    tau2 = check_real("tau2", tau2, positive=True)
+    noise_var = check_real("noise_var", noise_var, nonneg=True)
+    S_p, S_q = input_covariances(Sigma, released=released)
+    H = tau2 * ((1 + 1 / L) * S_p @ S_p + torch.trace(S_p) * S_p / L) + noise_var * S_p / L
+    Gamma = tau2 * torch.linalg.solve(H, S_p)  # H^-1 S_p, times tau2
+    mse = noise_var + tau2 * torch.trace(S_q) - tau2 * torch.trace(S_q @ S_p @ Gamma)
+    return Gamma, float(mse)
 
 
 def risk_fluctuation_constant(A, b, Sigma, *, tau2=1.0):
