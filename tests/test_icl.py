@@ -556,3 +556,18 @@ def test_linear_class_optimum_is_the_least_error_of_linear_attention(gen, L, rel
     if not released:  # the limit: the Bayes risk of the infinite prompt, the label noise alone
         far = icl.linear_class_optimum(SIGMA, 10**9, tau2=tau2, noise_var=noise_var)[1]
         assert abs(far - noise_var) < 1e-7  # the 1/L terms, times 1e-9
+
+
+def test_zero_block_size_is_zero_for_the_reduced_model_and_scale_free(gen):
+    A, b = icl.bayes_optimal_parameters(SIGMA)
+    U, V = icl.reduced_attention_matrices(A, b)
+    assert float(icl.zero_block_size(U, V[-1])) == 0.0  # the reduced read-out: the label row of V
+    U2, c2 = (
+        torch.randn(3, 6, 6, generator=gen, dtype=F64),
+        torch.randn(3, 6, generator=gen, dtype=F64),
+    )
+    size = icl.zero_block_size(U2, c2)
+    assert size.shape == (3,) and bool((size > 0).all())
+    assert torch.allclose(icl.zero_block_size(-2.5 * U2, 0.1 * c2), size, rtol=1e-14)
+    with pytest.raises(ValueError, match="c"):
+        icl.zero_block_size(U2, c2[:, :5])

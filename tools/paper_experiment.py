@@ -444,32 +444,112 @@ def run(
     return result if result is not None else json.loads(json_path.read_text())
 
 
-def merge(out=ROOT / "_build" / "paper-experiment", target=RESULTS):
-    """Collect the per-length results into one file (sorted by L); returns its size in bytes."""
-    files = sorted(Path(out).glob("L*.json"))
-    if not files:
-        raise SystemExit(f"no per-length results in {out}")
-    lengths = [json.loads(f.read_text()) for f in files]
-    for res in lengths:
+#: The committed runs: per setting, each length's full result file and, while it is not complete, its
+#: checkpoint (small: the 2S models, the stream's state and the history), so that a later session
+#: resumes what an earlier one started (``--out`` defaults here).
+RUNS = ROOT / "book" / "data" / "paper_runs"
+
+
+def setting_name(settings):
+    """``"released"`` for the authors' generator with separate starts, else ``"intended"``."""
+    return "released" if settings["released"] else "intended"
+
+
+def settledness(steps, losses, *, last=0.2, z=3.0):
+    """Has each start stopped moving? Per start, the least-squares trend of its recorded losses over the
+    last fifth of the run (``last``), as the change it makes over that stretch, with the standard error
+    the scatter of the recorded values about the trend gives it; settled when ``|change| < z SE``.
+
+    steps (n,), losses (n, S): the records (block means of the train loss, or test errors).
+    Returns a dict of lists (S,): change, change_se, settled.
+    """
+    import numpy as np
+
+    steps, losses = np.asarray(steps, float), np.asarray(losses, float)
+    tail = steps >= steps[-1] * (1 - last)
+    t, y = steps[tail], losses[tail]
+    t = t - t.mean()
+    slope = (t[:, None] * (y - y.mean(0))).sum(0) / (t * t).sum()
+    resid = y - y.mean(0) - slope * t[:, None]
+    slope_se = np.sqrt((resid**2).sum(0) / (len(t) - 2) / (t * t).sum())
+    span = steps[-1] * last
+    change, se = slope * span, slope_se * span
+    return {
+        "change": _rounded(change.tolist(), 4),
+        "change_se": _rounded(se.tolist(), 3),
+        "settled": (np.abs(change) < z * se).tolist(),
+    }
+
+
+def compact(res):
+    """One length's result for the committed file (the whole file stays under 400 KB): the test MSE and
+    each start's train loss (block means) every 20 000 steps and at step 1 000, the first block's train
+    loss in full, each start's settledness (on the train loss at every record, before thinning), the
+    effective matrices to 4 digits, and the commit that holds the code of each segment of the run."""
+    res = json.loads(json.dumps(res))  # a copy
+    prov = res["provenance"]
+    for seg in prov.get("segments", []):
+        if seg.get("code_sha256") and "code_commit" not in seg:
+            seg["code_commit"] = _commit_with_code(seg["code_sha256"])
+    if "code_commit" not in prov:
         # the commit that holds exactly the code that ran (None: not committed)
-        res["provenance"]["code_commit"] = _commit_with_code(res["provenance"]["code_sha256"])
-        # compact (under 200 KB for all 19 lengths): the test MSE every 20 000 steps and at step
-        # 1 000 (5 digits), the first block's train loss, the effective matrices to 4 digits
-        hist = res["history"]
-        keep = [i for i, s in enumerate(hist["steps"]) if s % 20_000 == 0 or s == FIRST_BLOCK]
-        hist["steps"] = [hist["steps"][i] for i in keep]
-        hist["test_mse"] = {
-            k: [_rounded(v[i], 5) for i in keep] for k, v in hist["test_mse"].items()
+        prov["code_commit"] = _commit_with_code(prov["code_sha256"])
+    hist = res["history"]
+    if "train_loss" in hist:
+        rows = [
+            i for i, s in enumerate(hist["steps"]) if hist["train_loss"]["softmax"][i] is not None
+        ]
+        res["settled"] = {
+            k: settledness([hist["steps"][i] for i in rows], [v[i] for i in rows])
+            for k, v in hist["train_loss"].items()
         }
-        hist.pop("train_loss", None)
-        for key in ("key_query", "output_value"):
-            res["final"][key] = _rounded(res["final"][key], 4)
+        res["settled"]["on"] = f"train loss, block means of {res['settings']['record_every']} steps"
+    keep = [i for i, s in enumerate(hist["steps"]) if s % 20_000 == 0 or s == FIRST_BLOCK]
+    hist["steps"] = [hist["steps"][i] for i in keep]
+    for key in ("test_mse", "train_loss"):
+        if key in hist:
+            hist[key] = {k: [_rounded(v[i], 5) for i in keep] for k, v in hist[key].items()}
+    for key in ("key_query", "output_value"):
+        res["final"][key] = _rounded(res["final"][key], 4)
+    return res
+
+
+def merge(outs=None, target=RESULTS):
+    """Update the committed results file with every complete per-length result found under ``outs``
+    (default: the committed runs of both settings and the two ``_build`` folders); a length already in
+    the file is replaced by a newer complete run of the same setting, the others are kept. Runs in the
+    file without a settledness record get one from their test MSE history (every 20 000 steps).
+    Returns the file's size in bytes."""
+    outs = outs or [RUNS / "intended", RUNS / "released"] + [
+        ROOT / "_build" / f"paper-experiment{x}" for x in ("", "-released")
+    ]
+    target = Path(target)
+    doc = json.loads(target.read_text()) if target.exists() else {"lengths": []}
+    entries = {(setting_name(r["settings"]), r["L"]): r for r in doc["lengths"]}
+    for out in outs:
+        for f in sorted(Path(out).glob("L*.json")):
+            res = json.loads(f.read_text())
+            key = (setting_name(res["settings"]), res["L"])
+            old = entries.get(key, {}).get("provenance", {}).get("date", "")
+            if res["complete"] and res["provenance"]["date"] >= old:
+                entries[key] = compact(res)
+    for r in entries.values():
+        if "settled" not in r:
+            h = r["history"]
+            rows = [i for i, s in enumerate(h["steps"]) if s % 20_000 == 0]
+            r["settled"] = {
+                k: settledness([h["steps"][i] for i in rows], [v[i] for i in rows])
+                for k, v in h["test_mse"].items()
+            }
+            r["settled"]["on"] = (
+                "test MSE every 20000 steps (this run's train losses were not kept)"
+            )
     doc = {
         "description": "Chapter 5, the paper's experiment at its own scale (tools/paper_experiment.py)",
-        "lengths": lengths,
+        "lengths": sorted(entries.values(), key=lambda r: (r["settings"]["released"], r["L"])),
     }
-    _save_atomic(doc, Path(target), as_json=True)
-    return Path(target).stat().st_size
+    _save_atomic(doc, target, as_json=True)
+    return target.stat().st_size
 
 
 def main(argv=None):
@@ -485,7 +565,9 @@ def main(argv=None):
         "--different-starts", action="store_true", help="separate starts for the linear models"
     )
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--out", type=Path, default=ROOT / "_build" / "paper-experiment")
+    ap.add_argument(
+        "--out", type=Path, help="where the runs go (default: book/data/paper_runs/<setting>)"
+    )
     ap.add_argument(
         "--merge", action="store_true", help="merge the per-length results into --target"
     )
@@ -493,7 +575,7 @@ def main(argv=None):
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
     if args.merge:
-        size = merge(args.out, args.target)
+        size = merge([args.out] if args.out else None, args.target)
         print(f"wrote {args.target} ({size / 1024:.0f} KiB)")
         return 0
     torch.set_num_threads(1)
@@ -504,8 +586,9 @@ def main(argv=None):
         "released": args.released,
         "different_starts": args.different_starts,
     }
+    out = args.out or RUNS / setting_name(settings)
     for L in args.L or PAPER_LENGTHS:
-        res = run(L, settings, out=args.out, device=args.device, progress=not args.no_progress)
+        res = run(L, settings, out=out, device=args.device, progress=not args.no_progress)
         mse = {k: sum(v) / len(v) for k, v in res["final"]["mse"].items()}
         print(
             f"L={L}: test MSE softmax {mse['softmax']:.4f}, linear {mse['linear']:.4f}, Bayes "

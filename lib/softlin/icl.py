@@ -38,6 +38,7 @@ from ._checks import (
 from .attention import TiltedSums, linear_mean, tilted_mean
 
 __all__ = [
+    "REDUCED_BASIN",
     "FullAttention",
     "PromptSampler",
     "RegressionPrompts",
@@ -58,6 +59,7 @@ __all__ = [
     "risk_fluctuation_constant",
     "sample_prompts",  # data
     "sgd_step",  # the experiment's model
+    "zero_block_size",
 ]
 
 KINDS = ("softmax", "linear")
@@ -659,6 +661,33 @@ class FullAttention:
     def loss(self, prompts):
         """The batch mean squared error ``mean_b (y_hat_b - y_b)^2``: a scalar, or (S,) for S models."""
         return ((self.predict(prompts.tokens, prompts.queries) - prompts.targets) ** 2).mean(-1)
+
+
+#: A trained model is in the reduced basin when its :func:`zero_block_size` is below this. In the
+#: paper-scale runs the sizes are bimodal: at most 0.01 (the reduced structure) or at least 1.8 (the
+#: labels in the scores); 0.1 sits more than a decade from both.
+REDUCED_BASIN = 0.1
+
+
+def zero_block_size(U, c):
+    """The relative size of the blocks that the reduced model of Section 5.2 sets to zero.
+
+    ``||U_yx|| / ||U_xx|| + ||c_x|| / |c_y|``, with ``U_xx = U[:d, :d]``, the label row ``U_yx = U[d, :d]``
+    (the labels in the scores) and ``c = (c_x, c_y)``. Zero exactly for the reduced model; invariant
+    under the rescalings ``U -> sU``, ``c -> tc`` (so ``K^T Q`` may be passed for ``U``).
+
+    U : Tensor (..., D, D), the effective key-query matrix (:meth:`FullAttention.key_query`).
+    c : Tensor (..., D), the effective read-out (:meth:`FullAttention.output_value`).
+    Returns a Tensor (...): compare it with :data:`REDUCED_BASIN`.
+    """
+    U, c = as_tensor_arg("U", U), as_tensor_arg("c", c)
+    if U.dim() < 2 or U.shape[-1] != U.shape[-2] or tuple(c.shape) != tuple(U.shape[:-1]):
+        raise ValueError(
+            f"U must have shape (..., D, D) and c (..., D), got {tuple(U.shape)} and {tuple(c.shape)}"
+        )
+    d = U.shape[-1] - 1
+    label_row = U[..., d, :d].norm(dim=-1) / U[..., :d, :d].norm(dim=(-2, -1))
+    return label_row + c[..., :d].norm(dim=-1) / c[..., d].abs()
 
 
 def _check_prompts(tokens, queries, ref):
