@@ -62,35 +62,18 @@ def _icl():
     return icl
 
 
-def test_batches(settings, L, device, chunk=512):
-    """The test prompts of length L: ``n_test`` prompts drawn from their own generator (10 000 + L), in
-    chunks (the same prompts at every evaluation, never all in memory)."""
+def test_batches(settings, L, device):
+    """The test prompts of length L (``icl.held_out_prompts``: ``n_test`` of them, seed 10 000 + L)."""
     icl = _icl()
     Sigma = icl.kms_covariance(settings["d"], settings["rho"], dtype=torch.float32, device=device)
-    gen = torch.Generator(device).manual_seed(10_000 + L)
-    for start in range(0, settings["n_test"], chunk):
-        n = min(chunk, settings["n_test"] - start)
-        yield icl.sample_prompts(
-            Sigma,
-            L,
-            n,
-            tau2=settings["tau2"],
-            noise_var=settings["noise_var"],
-            generator=gen,
-            released=settings["released"],
-        )
-
-
-def bayes_errors(p, tau2, noise_var):
-    """Per prompt: the Bayes risk given the prompt's inputs, ``s2 + x_q^T (X^T X / s2 + I / tau2)^-1 x_q``
-    (task and noise integrated out: the posterior mean is ridge with lambda = s2 / tau2), and the squared
-    error of that ridge predictor on the drawn target. float64, shape (n,) each."""
-    x, y, xq, t = (v.double() for v in (p.x, p.y, p.x_query, p.targets))
-    eye = torch.eye(x.shape[-1], dtype=x.dtype, device=x.device)
-    prec = x.mT @ x / noise_var + eye / tau2  # the posterior precision of w
-    risk = noise_var + (xq * torch.linalg.solve(prec, xq.unsqueeze(-1)).squeeze(-1)).sum(-1)
-    beta = torch.linalg.solve(prec, (x.mT @ y.unsqueeze(-1)).squeeze(-1) / noise_var)
-    return risk, ((xq * beta).sum(-1) - t) ** 2
+    return icl.held_out_prompts(
+        Sigma,
+        L,
+        settings["n_test"],
+        tau2=settings["tau2"],
+        noise_var=settings["noise_var"],
+        released=settings["released"],
+    )
 
 
 def evaluate(models, settings, L, device, *, baselines=False):
@@ -103,7 +86,9 @@ def evaluate(models, settings, L, device, *, baselines=False):
             for k, m in models.items():
                 errs[k].append(((m.predict(p.tokens, p.queries) - p.targets) ** 2).double().cpu())
             if baselines:
-                b, r = bayes_errors(p, settings["tau2"], settings["noise_var"])
+                b, r = _icl().bayes_errors(
+                    p, tau2=settings["tau2"], noise_var=settings["noise_var"]
+                )
                 bayes.append(b.cpu())
                 ridge.append(r.cpu())
     errs = {k: torch.cat(v, 1) for k, v in errs.items()}  # (S, n_test)
@@ -132,27 +117,27 @@ def evaluate(models, settings, L, device, *, baselines=False):
 
 
 def starting_models(settings, device):
-    """The S starts (``seed``): softmax and linear from the same weights, or, with ``different_starts``
-    (the released script's default), the linear models from the next S draws of the same generator."""
-    icl = _icl()
+    """The S starts (``seed``) of ``icl.experiment_starts``, by kind: softmax and linear from the same
+    weights, or, with ``different_starts`` (the released script's default), separate draws."""
     gen = torch.Generator(device).manual_seed(settings["seed"])
-    soft = icl.FullAttention.initialise(
-        settings["d"], generator=gen, device=device, starts=settings["starts"]
+    models = _icl().experiment_starts(
+        settings["d"],
+        settings["starts"],
+        generator=gen,
+        separate=settings["different_starts"],
+        device=device,
     )
-    lin = (
-        icl.FullAttention.initialise(
-            settings["d"], generator=gen, device=device, starts=settings["starts"]
-        )
-        if settings["different_starts"]
-        else soft.clone()
-    )
-    return {"softmax": soft, "linear": lin.clone(kind="linear")}
+    return {m.kind: m for m in models}
 
 
 # What the numbers depend on: these definitions, compared without docstrings and comments (so that a
 # result can be matched with the commit that holds exactly this code, see merge).
 TRAINING_CODE = {
     "lib/softlin/icl.py": (
+        "experiment_starts",
+        "held_out_prompts",
+        "bayes_errors",
+        "sgd_run",
         "kms_covariance",
         "PromptSampler",
         "sample_prompts",
@@ -164,7 +149,6 @@ TRAINING_CODE = {
     "lib/softlin/attention.py": ("tilted_mean", "linear_mean"),
     "tools/paper_experiment.py": (
         "test_batches",
-        "bayes_errors",
         "evaluate",
         "starting_models",
         "run",
@@ -399,15 +383,14 @@ def run(
     steps = settings["steps"]
     bar = tqdm(total=steps, initial=step, disable=not progress, desc=f"L={L}", mininterval=5)
     t0, result = time.perf_counter(), None
-    while step < steps:
-        batch = sampler.sample(stream)
-        losses = icl.sgd_step([models[k] for k in kinds], batch, settings["lr"])
+    for step, losses in icl.sgd_run(
+        [models[k] for k in kinds], sampler, stream, settings["lr"], steps, done=step
+    ):
         if block is None:
             block, block_n = {k: torch.zeros_like(v) for k, v in zip(kinds, losses)}, 0
         for k, v in zip(kinds, losses):
             block[k] += v
         block_n += 1
-        step += 1
         bar.update(1)
         if step == FIRST_BLOCK:
             # full precision

@@ -44,9 +44,12 @@ __all__ = [
     "RegressionPrompts",
     "Trajectory",
     "balanced_initialisation",
+    "bayes_errors",
     "bayes_optimal_parameters",  # limit
     "conditional_risk",
+    "experiment_starts",
     "finite_prompt_risk",  # reduced model
+    "held_out_prompts",
     "infinite_prompt_flow",
     "infinite_prompt_risk",
     "infinite_prompt_risk_grad",
@@ -58,6 +61,7 @@ __all__ = [
     "reduced_attention_matrices",
     "risk_fluctuation_constant",
     "sample_prompts",  # data
+    "sgd_run",
     "sgd_step",  # the experiment's model
     "zero_block_size",
 ]
@@ -661,6 +665,70 @@ class FullAttention:
     def loss(self, prompts):
         """The batch mean squared error ``mean_b (y_hat_b - y_b)^2``: a scalar, or (S,) for S models."""
         return ((self.predict(prompts.tokens, prompts.queries) - prompts.targets) ** 2).mean(-1)
+
+
+# --------------------------------------------------------------------------------------------------
+# the experiment's protocol (chapter 5 and tools/paper_experiment.py share it)
+
+
+def experiment_starts(d, starts, *, generator=None, separate=False, device=None):
+    """The experiment's starts: ``[softmax, linear]``, each a :class:`FullAttention` stack of ``starts``.
+
+    PyTorch's default start (:meth:`FullAttention.initialise`, float32). The linear models share the
+    softmax models' weights (a paired comparison), or, with ``separate`` (the authors' released script),
+    are the next ``starts`` draws of ``generator``.
+    """
+    soft = FullAttention.initialise(d, generator=generator, device=device, starts=starts)
+    lin = (
+        FullAttention.initialise(d, generator=generator, device=device, starts=starts)
+        if separate
+        else soft.clone()
+    )
+    return [soft, lin.clone(kind="linear")]
+
+
+def held_out_prompts(Sigma, L, n, *, tau2=1.0, noise_var=0.0, released=False, chunk=512):
+    """The experiment's test prompts of length ``L``: ``n`` prompts of :func:`sample_prompts` from their
+    own generator (seed ``10 000 + L``), yielded in chunks of ``chunk``; the same prompts at every call,
+    and the first ``n`` of any longer set."""
+    check_positive_int("n", n)
+    gen = torch.Generator(Sigma.device).manual_seed(10_000 + L)
+    for start in range(0, n, chunk):
+        yield sample_prompts(
+            Sigma,
+            L,
+            min(chunk, n - start),
+            tau2=tau2,
+            noise_var=noise_var,
+            generator=gen,
+            released=released,
+        )
+
+
+def bayes_errors(prompts, *, tau2, noise_var):
+    """Per prompt, the Bayes risk given its inputs and the squared error of the Bayes predictor.
+
+    With ``w ~ N(0, tau2 I)`` and label noise of variance ``s2 = noise_var`` the posterior of ``w`` given
+    the prompt is Gaussian with precision ``X^T X / s2 + I / tau2``: its mean is ridge regression with
+    ``lambda = s2 / tau2``, and the expected error of its prediction is
+    ``s2 + x_q^T (X^T X / s2 + I / tau2)^-1 x_q`` (task and noise integrated exactly).
+
+    prompts : :class:`RegressionPrompts`. Returns (risk (B,), squared error of ridge (B,)), float64.
+    """
+    x, y, xq, t = (v.double() for v in (prompts.x, prompts.y, prompts.x_query, prompts.targets))
+    eye = torch.eye(x.shape[-1], dtype=x.dtype, device=x.device)
+    precision = x.mT @ x / noise_var + eye / tau2  # (B, d, d), of w given the prompt
+    risk = noise_var + (xq * torch.linalg.solve(precision, xq.unsqueeze(-1)).squeeze(-1)).sum(-1)
+    beta = torch.linalg.solve(precision, (x.mT @ y.unsqueeze(-1)).squeeze(-1) / noise_var)
+    return risk, ((xq * beta).sum(-1) - t) ** 2
+
+
+def sgd_run(models, sampler, stream, lr, steps, *, done=0):
+    """The experiment's training: yields ``(step, losses)`` after each :func:`sgd_step` of all
+    ``models`` on one fresh batch of ``sampler`` drawn from ``stream`` (one data stream for all), for
+    steps ``done + 1 .. steps``."""
+    for step in range(done + 1, steps + 1):
+        yield step, sgd_step(models, sampler.sample(stream), lr)
 
 
 #: A trained model is in the reduced basin when its :func:`zero_block_size` is below this. In the
