@@ -80,6 +80,9 @@ def test_pages_cite_only_sources_a_reader_can_open(path):
         for i, line in enumerate(teaching_part(path).splitlines(), 1)
         if PHRASES.search(line)
     ]
+    if path.name == "intro.md":  # the one place that says, once, what was not available
+        assert len(bad) == 1, bad
+        return
     assert not bad, f"{path.name} cites notes or says what could not be read:\n" + "\n".join(bad)
 
 

@@ -319,7 +319,7 @@ def write_status(
 # The run-time sentence of a chapter's opening box, as written in its source. In the staged, executed
 # notebook it is replaced by the time this build measured, so the box states what was measured; in
 # Jupyter or Colab the source sentence reads naturally as it is.
-RUN_TIME_SOURCE = "see the {doc}`status` page, which records it for the build you are reading."
+RUN_TIME_SOURCE = "see the {doc}`status` page, which records it for the build you are reading"
 
 
 def run_time_sentence(record: dict, mode: str, jobs: int) -> str:
@@ -329,7 +329,7 @@ def run_time_sentence(record: dict, mode: str, jobs: int) -> str:
     shared = "" if jobs == 1 else f", {jobs} chapters at a time"
     return (
         f"{spent} in the build of these pages (`{mode}` mode, {os.cpu_count()} CPU core(s){shared}; "
-        "the {doc}`status` page has every chapter)."
+        "the {doc}`status` page has every chapter)"
     )
 
 
