@@ -327,9 +327,10 @@ def run_time_sentence(record: dict, mode: str, jobs: int) -> str:
     seconds = record["seconds"]
     spent = f"{seconds:.0f} s" if seconds < 100 else f"about {seconds / 60:.1f} minutes"
     shared = "" if jobs == 1 else f", {jobs} chapters at a time"
+    cores = os.cpu_count() or 1
     return (
-        f"{spent} in the build of these pages (`{mode}` mode, {os.cpu_count()} CPU core(s){shared}; "
-        "the {doc}`status` page has every chapter)"
+        f"{spent} in the build of these pages (`{mode}` mode, {cores} CPU core{'s' if cores > 1 else ''}"
+        f"{shared}; " + "the {doc}`status` page has every chapter)"
     )
 
 
