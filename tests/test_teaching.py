@@ -38,27 +38,26 @@ def test_at_most_five_percent_of_main_text_sentences_are_about_the_checks(path):
 
 
 def test_the_sentence_counter_ignores_code_solutions_and_dropdowns():
-    text = "\n".join([
-        "The limit is affine in the query, as the lemma says here.",
-        "",
-        "```{code-cell} ipython3",
-        "assert abs(slope + 0.5) < 4 * stderr  # four standard errors",
-        "```",
-        "",
-        ":::{admonition} How this check is calibrated",
-        ":class: dropdown",
-        "",
-        "Four standard errors keep the false alarm rate low.",
-        ":::",
-        "",
-        "````{solution} ex-1",
-        ":class: dropdown",
-        "",
-        "The tolerance is four standard errors.",
-        "````",
-        "",
-        "The slope is printed with its standard error in the table above.",
-    ])
+    text = """The limit is affine in the query, as the lemma says here.
+
+```{code-cell} ipython3
+assert abs(slope + 0.5) < 4 * stderr  # four standard errors
+```
+
+:::{admonition} How this check is calibrated
+:class: dropdown
+
+Four standard errors keep the false alarm rate low.
+:::
+
+````{solution} ex-1
+:class: dropdown
+
+The tolerance is four standard errors.
+````
+
+The slope is printed with its standard error in the table above.
+"""
     found = vs.sentences(text)
     assert [s.flagged for s in found] == [False, True]
 
@@ -71,7 +70,8 @@ PHRASES = re.compile(
 
 
 @pytest.mark.parametrize(
-    "path", [*CHAPTERS, *(BOOK / n for n in ("intro.md", "notation.md", "instructor.md"))],
+    "path",
+    [*CHAPTERS, *(BOOK / n for n in ("intro.md", "notation.md", "instructor.md"))],
     ids=lambda p: p.stem,
 )
 def test_pages_cite_only_sources_a_reader_can_open(path):
@@ -95,21 +95,34 @@ def test_stamp_run_times_writes_the_measured_time_into_the_staged_notebook(tmp_p
     (tmp_path / "book").mkdir()
     nb = {
         "cells": [
-            {"cell_type": "markdown", "metadata": {}, "source": ["**Run time:** ",
-                                                                 build_book.RUN_TIME_SOURCE]},
-            {"cell_type": "code", "metadata": {}, "source": build_book.RUN_TIME_SOURCE,
-             "outputs": [], "execution_count": None},
+            {
+                "cell_type": "markdown",
+                "metadata": {},
+                "source": ["**Run time:** ", build_book.RUN_TIME_SOURCE],
+            },
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "source": build_book.RUN_TIME_SOURCE,
+                "outputs": [],
+                "execution_count": None,
+            },
         ],
-        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
     }
     path = tmp_path / "book" / "04_x.ipynb"
     path.write_text(json.dumps(nb))
-    records = [{"chapter": "04_x", "seconds": 54.2, "error": None},
-               {"chapter": "05_missing", "seconds": 1.0, "error": None}]
+    records = [
+        {"chapter": "04_x", "seconds": 54.2, "error": None},
+        {"chapter": "05_missing", "seconds": 1.0, "error": None},
+    ]
     build_book.stamp_run_times(tmp_path, records, "default", 2)
     cells = json.loads(path.read_text())["cells"]
-    assert cells[0]["source"].startswith("**Run time:** 54 s in the build of these pages (`default` mode")
+    assert cells[0]["source"].startswith(
+        "**Run time:** 54 s in the build of these pages (`default` mode"
+    )
     assert "2 chapters at a time" in cells[0]["source"]
     assert cells[1]["source"] == build_book.RUN_TIME_SOURCE  # code is left alone
-    assert "about 4.1 minutes" in build_book.run_time_sentence(
-        {"seconds": 247.0}, "default", 1)
+    assert "about 4.1 minutes" in build_book.run_time_sentence({"seconds": 247.0}, "default", 1)

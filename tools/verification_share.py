@@ -198,8 +198,13 @@ def chapters() -> list[Path]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("-v", "--verbose", nargs="*", default=None,
-                        help="print the flagged sentences of these chapters (prefixes; all if empty)")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        nargs="*",
+        default=None,
+        help="print the flagged sentences of these chapters (prefixes; all if empty)",
+    )
     args = parser.parse_args(argv)
     print(f"{'chapter':32s} {'flagged':>7s} {'of':>5s} {'share':>6s}")
     for path in chapters():
