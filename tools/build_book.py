@@ -316,6 +316,43 @@ def write_status(
     )
 
 
+# The run-time sentence of a chapter's opening box, as written in its source. In the staged, executed
+# notebook it is replaced by the time this build measured, so the box states what was measured; in
+# Jupyter or Colab the source sentence reads naturally as it is.
+RUN_TIME_SOURCE = "see the {doc}`status` page, which records it for the build you are reading"
+
+
+def run_time_sentence(record: dict, mode: str, jobs: int) -> str:
+    """The measured replacement of RUN_TIME_SOURCE for one chapter's record."""
+    seconds = record["seconds"]
+    spent = f"{seconds:.0f} s" if seconds < 100 else f"about {seconds / 60:.1f} minutes"
+    shared = "" if jobs == 1 else f", {jobs} chapters at a time"
+    cores = os.cpu_count() or 1
+    return (
+        f"{spent} in the build of these pages (`{mode}` mode, {cores} CPU core{'s' if cores > 1 else ''}"
+        f"{shared}; " + "the {doc}`status` page has every chapter)"
+    )
+
+
+def stamp_run_times(stage: Path, records: list[dict], mode: str, jobs: int) -> None:
+    """Write each chapter's measured execution time into its staged, executed notebook."""
+    for r in records:
+        path = stage / "book" / (r["chapter"] + ".ipynb")
+        if r["error"] is not None or not path.exists():
+            continue
+        nb = json.loads(path.read_text())
+        changed = False
+        for cell in nb["cells"]:
+            if cell["cell_type"] != "markdown":
+                continue
+            text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            if RUN_TIME_SOURCE in text:
+                cell["source"] = text.replace(RUN_TIME_SOURCE, run_time_sentence(r, mode, jobs))
+                changed = True
+        if changed:
+            path.write_text(json.dumps(nb, indent=1, ensure_ascii=False))
+
+
 def stage_config(stage: Path) -> None:
     cfg_path = stage / "_config.yml"
     cfg = yaml.safe_load(cfg_path.read_text())
@@ -436,6 +473,7 @@ def main(argv=None) -> int:
         if (stage / "book" / (c.stem + ".ipynb")).exists():
             staged_md.unlink()
     write_status(stage, records, args.mode, args.jobs, titles, wall_seconds)
+    stamp_run_times(stage, records, args.mode, args.jobs)
 
     failed = [r for r in records if r["error"]]
     for r in failed:
