@@ -6,7 +6,7 @@
     .venv/bin/python tools/paper_experiment.py --merge          # per-length files -> book/data/...
     make paper-experiment L=200                                  # the same, then --merge
 
-Protocol (the authors' released script, paper-notes Section 6.1): d = 5, KMS(0.5) covariance, task prior
+Protocol (the authors' released script): d = 5, KMS(0.5) covariance, task prior
 N(0, I/d), label noise of variance 0.1, plain SGD at lr 1e-3 on the batch MSE, 128 fresh prompts per step,
 300 000 steps, PyTorch's default initialisation. Here ``--starts`` random starts (8 by default), each
 shared by its softmax and its linear model, and all 2S models train on one data stream: one batch a step,

@@ -204,7 +204,7 @@ def softmax_attention(tokens, queries, U, V, *, weights=None, chunk_size=None):
 
 
 def linear_attention(tokens, queries, U, V, *, weights=None):
-    """Normalised linear attention ``(1/L) sum_i (z_i^T U z) V z_i`` (paper-notes Section 2).
+    """Normalised linear attention ``(1/L) sum_i (z_i^T U z) V z_i`` (Section 2 of the paper).
 
     In the measure language this is ``T_lin[mu](z) = V E_mu[z' z'^T] U z`` at the prompt's empirical
     measure (weighted: ``sum_i w_i (...) / sum_i w_i``). Parameters, shapes and errors as

@@ -137,7 +137,7 @@ class PromptSampler:
     L, batch_size : int, prompt length and prompts per batch.
     tau2 : float > 0, task prior variance (``w ~ N(0, tau2 I)``); noise_var : float >= 0.
     released : bool, draw as the authors' released generator does instead: prompt inputs with covariance
-        ``(C C)(C C)^T`` (the factor applied twice), query inputs ``N(0, I)`` (paper-notes Section 6.1).
+        ``(C C)(C C)^T`` (the factor applied twice), query inputs ``N(0, I)`` (the released script of the paper's code).
     """
 
     def __init__(self, Sigma, L, batch_size, *, tau2=1.0, noise_var=0.0, released=False):

@@ -1,7 +1,7 @@
 """Token measures, their log-moment-generating functions, and the infinite-prompt attention limit.
 
 For a token law ``mu`` on R^D write ``M_mu(a) = E_mu[exp(a^T X)]`` and ``Lambda_mu = log M_mu``. Softmax
-attention over an infinite prompt is (paper-notes section 2, exponential-tilt form)
+attention over an infinite prompt is (Section 2 of the paper, in exponential-tilt form)
 
     T_{U,V}[mu](z) = V grad Lambda_mu(U z) = V E_{mu^(Uz)}[X],     mu^(a)(dx) ∝ exp(a^T x) mu(dx),
 
@@ -440,11 +440,11 @@ def _check_limit_args(queries, U, V, *, measure=None, min_dim=1):
 
 
 def linear_attention_limit(measure, queries, U, V):
-    """Infinite-prompt normalised linear attention ``V E_mu[X X^T] U z`` (paper-notes Section 2).
+    """Infinite-prompt normalised linear attention ``V E_mu[X X^T] U z`` (Section 2 of the paper).
 
     ``E[X X^T] = Cov + m m^T`` is read off the log-MGF at 0 (its gradient and Hessian; the parameters for a
     Gaussian). For ``N(m, Gamma)`` it differs from :func:`attention_limit` by ``V(m - m m^T U z)``, and the
-    two agree when ``m = 0`` (paper-notes claim 4).
+    two agree when ``m = 0`` (Section 2 of the paper).
 
     Parameters and errors as :func:`attention_limit`; returns (..., Q, D_out).
     """
