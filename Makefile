@@ -51,12 +51,14 @@ handouts: $(STAMP)
 
 ## The paper's experiment of chapter 5 at its own scale (300 000 SGD steps per prompt length, 8 starts),
 ## resumable from checkpoints every 1 000 steps: `make paper-experiment L=200` runs one length (or several:
-## L="10 20 30"; all 19 when L is not given), then merges every per-length result into
-## book/data/paper_experiment.json. DEVICE=cuda runs it on a GPU.
-L      ?=
-DEVICE ?= cpu
+## L="10 20 30"; all 19 when L is not given) in book/data/paper_runs/intended (RELEASED=1: the authors'
+## generator and separate starts, in book/data/paper_runs/released), resuming from a committed checkpoint,
+## then merges every complete result into book/data/paper_experiment.json. DEVICE=cuda runs it on a GPU.
+L        ?=
+DEVICE   ?= cpu
+RELEASED ?=
 paper-experiment: $(STAMP)
-	$(PY) tools/paper_experiment.py $(foreach l,$(L),--L $(l)) --device $(DEVICE)
+	$(PY) tools/paper_experiment.py $(foreach l,$(L),--L $(l)) --device $(DEVICE) $(if $(RELEASED),--released --different-starts)
 	$(PY) tools/paper_experiment.py --merge
 
 clean:
