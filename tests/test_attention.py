@@ -512,6 +512,6 @@ def test_tilted_sums_errors():
     with pytest.raises(ValueError, match="a must have last dimension D = 4"):
         sl.TiltedSums(a).update(torch.zeros(5, 4, dtype=F64))
     with pytest.raises(ValueError, match="second moments were not accumulated"):
-        sl.tilted_moments(torch.zeros(5, 3, dtype=F64), a).covariance
+        _ = sl.tilted_moments(torch.zeros(5, 3, dtype=F64), a).covariance
     with pytest.raises(ValueError, match="leading"):
         sl.tilted_mean(torch.zeros(4, 5, 3, dtype=F64), a)

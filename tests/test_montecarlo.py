@@ -28,7 +28,7 @@ def test_prompt_batches_bound_memory_and_draw_like_one_sample():
 
 def test_prompt_batches_errors():
     mu = sl.RademacherMeasure(1)
-    with pytest.raises(TypeError, match="generator must be a torch.Generator"):
+    with pytest.raises(TypeError, match=r"generator must be a torch\.Generator"):
         next(mc.prompt_batches(mu, 10, 2, generator=None))
     with pytest.raises(TypeError, match="measure must be a softlin TokenMeasure"):
         next(mc.prompt_batches("normal", 10, 2, generator=torch.Generator()))

@@ -27,7 +27,7 @@ def test_results_file_holds_the_papers_protocol_and_its_provenance():
     assert pe.RESULTS.stat().st_size < 200 * 1024
     lengths = {r["L"]: r for r in RESULTS["lengths"]}
     assert set(range(10, 100, 10)) <= set(lengths) <= set(pe.PAPER_LENGTHS)
-    for L, r in lengths.items():
+    for r in lengths.values():
         s = r["settings"]
         assert r["complete"] and r["steps_done"] == s["steps"] == 300_000
         protocol = (s["lr"], s["batch"], s["d"], s["rho"], s["tau2"], s["noise_var"])

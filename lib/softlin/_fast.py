@@ -28,7 +28,7 @@ def auto_chunk_size(tokens, n_queries):
     when that covers the whole prompt."""
     L, D = tokens.shape[-2], tokens.shape[-1]
     per_token = tokens[..., 0, 0].numel() * (D + n_queries) * tokens.element_size()
-    chunk = max(MIN_CHUNK, 2 ** int(math.floor(math.log2(max(CACHE_BYTES / per_token, 1.0)))))
+    chunk = max(MIN_CHUNK, 2 ** math.floor(math.log2(max(CACHE_BYTES / per_token, 1.0))))
     return None if chunk >= L else chunk
 
 
