@@ -191,7 +191,7 @@ def rounding_bound(tokens, queries, U):
     error of at most ``2 D eps sum_j |z_ij a_j|``; since ``d m / d s_i = p_i (z_i - m)``, the scores' errors
     move the mean by at most ``2 max|z|`` times the largest of them. The chunk sums add about
     ``sqrt(c) eps max|z|`` (the random-walk size of a sum of c rounded terms, c the length of the shortest
-    products, see ``softlin._fast._weighted_sum``), counted four times over. Returns a float.
+    products, see ``softlin._fast.weighted_sum``), counted four times over. Returns a float.
     """
     from softlin._fast import SUB_BLOCKS, auto_chunk_size
 

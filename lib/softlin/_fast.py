@@ -19,7 +19,7 @@ import torch
 # (1 MiB of L2 per core, 32 MiB of L3) 4 MiB chunks balance the two best (bench/README.md).
 CACHE_BYTES = 2**22
 MIN_CHUNK = 2**10
-SUB_BLOCKS = 8  # see _weighted_sum
+SUB_BLOCKS = 8  # see weighted_sum
 
 
 def auto_chunk_size(tokens, n_queries):
@@ -52,7 +52,7 @@ def _scores(x, a, out=None):
     return torch.matmul(a, x.mT, out=out)
 
 
-def _weighted_sum(e, x):
+def weighted_sum(e, x):
     """``e @ x`` for weights (..., Q, c) and tokens (..., c, D), as ``SUB_BLOCKS`` shorter products added up.
 
     BLAS accumulates a long matrix-vector product in one running sum, so its float32 rounding grows with
@@ -80,15 +80,18 @@ def _tracks_gradients(*tensors):
 def streaming_tilted_mean(tokens, a, weights, chunk_size):
     """:func:`softlin.attention.tilted_mean` in one pass over memory (two on overflow): a chunk is read once
     and reused from cache by its two small products (scores, then weighted sum). :func:`_one_shift_pass`
-    without gradients, :func:`_online_pass` under autograd or ``torch.func`` or when the first gives up.
-    Inputs are trusted (validated by the caller); ``chunk_size`` None means :func:`auto_chunk_size`."""
+    without gradients; under autograd or ``torch.func``, or when the first gives up, the online softmax
+    of :class:`softlin.attention.TiltedSums` (the one implementation of it). Inputs are trusted
+    (validated by the caller); ``chunk_size`` None means :func:`auto_chunk_size`."""
+    from .attention import _online_tilted_mean  # attention imports this module
+
     if chunk_size is None:
         chunk_size = auto_chunk_size(tokens, a.shape[-2])
     if not _tracks_gradients(tokens, a, weights):
         mean = _one_shift_pass(tokens, a, weights, chunk_size)
         if mean is not None:
             return mean
-    return _online_pass(tokens, a, weights, chunk_size)
+    return _online_tilted_mean(tokens, a, weights, chunk_size)
 
 
 def _one_shift_pass(tokens, a, weights, c):
@@ -114,33 +117,11 @@ def _one_shift_pass(tokens, a, weights, c):
         if w is not None:
             e = e.mul_(w)
         s.append(e.sum(-1))
-        n.append(_weighted_sum(e, x))
+        n.append(weighted_sum(e, x))
     n, s = torch.stack(n).sum(0), torch.stack(s).sum(0)  # cascade sums over the chunks
     if not (torch.isfinite(s).all() and torch.isfinite(n).all()):
         return None
     return n / s.unsqueeze(-1)
-
-
-def _online_pass(tokens, a, weights, c):
-    """Each chunk shifted by its own maximum score ``m_c``: ``s_c = sum_{i in c} w_i exp(score_i - m_c)`` and
-    ``n_c = sum_{i in c} w_i exp(score_i - m_c) z_i``; at the end, with ``M = max_c m_c``, the mean is
-    ``sum_c e^{m_c - M} n_c / sum_c e^{m_c - M} s_c`` (the rescaling of the online softmax, deferred to the
-    end). Safe for any finite scores and an ordinary differentiable computation."""
-    maxima, sums, numerators = [], [], []
-    for start in range(0, tokens.shape[-2], c):
-        x = tokens[..., start : start + c, :]  # (..., c, D)
-        scores = _scores(x, a)  # (..., Q, c)
-        if weights is not None:
-            scores = scores + torch.log(weights[..., start : start + c]).unsqueeze(-2)
-        m = torch.amax(scores.detach(), -1)  # -inf if all weights are 0
-        shift = m if weights is None else torch.where(torch.isfinite(m), m, torch.zeros_like(m))
-        e = torch.exp(scores - shift.unsqueeze(-1))
-        maxima.append(m)
-        sums.append(e.sum(-1))
-        numerators.append(_weighted_sum(e, x))  # (..., Q, D)
-    maxima, sums, numerators = torch.stack(maxima), torch.stack(sums), torch.stack(numerators)
-    scale = torch.exp(maxima - maxima.amax(0))  # e^{m_c - M}; 0 for chunks without weight
-    return (scale.unsqueeze(-1) * numerators).sum(0) / (scale * sums).sum(0).unsqueeze(-1)
 
 
 # ==================================================================================================
