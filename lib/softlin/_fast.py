@@ -151,9 +151,8 @@ def fused_sgd_step(models, tokens, zq, targets, lr):
     step (scalar or (S,) tensors), in the order of ``models``.
     """
     B, L, D = tokens.shape
-    order = sorted(
-        range(len(models)), key=lambda k: models[k].kind != "softmax"
-    )  # softmax rows first
+    # softmax rows first
+    order = sorted(range(len(models)), key=lambda k: models[k].kind != "softmax")
     group = [models[k] for k in order]
     sizes = [m.Q.reshape(-1, D, D).shape[0] for m in group]
     Q, K, V = (torch.cat([getattr(m, n).reshape(-1, D, D) for m in group]) for n in "QKV")
@@ -161,18 +160,16 @@ def fused_sgd_step(models, tokens, zq, targets, lr):
     M = Q.shape[0]
     S = sum(n for n, m in zip(sizes, group) if m.kind == "softmax")
     R = S if M - S >= 4 else M  # the models that read the tokens through rows of P
-    w = _row_scales(
-        R, S, L, D, tokens
-    )  # (2R, 1): 1/sqrt(D) on a, 1 on c, times 1/L for a linear model
+    # (2R, 1): 1/sqrt(D) on a, 1 on c, times 1/L for a linear model
+    w = _row_scales(R, S, L, D, tokens)
     U = torch.matmul(K.mT, Q)  # (M, D, D): K^T Q
     a = torch.mm(zq, U.mT.transpose(0, 1).reshape(D, M * D)).view(B, M, D)  # K^T Q z_q, each model
     c = torch.matmul(o.unsqueeze(1), V).squeeze(1)  # (M, D): V^T o
     tokens_t = tokens.mT  # (B, D, L)
     if tokens_t.stride(-1) != 1:
         tokens_t = tokens_t.contiguous()
-    P = torch.matmul(
-        torch.cat([a[:, :R], c[:R].expand(B, R, D)], 1).mul_(w), tokens_t
-    )  # (B, 2R, L)
+    # (B, 2R, L): the rows X, scaled, times the tokens
+    P = torch.matmul(torch.cat([a[:, :R], c[:R].expand(B, R, D)], 1).mul_(w), tokens_t)
     e = P[:, :S]  # softmax rows: the scores s_i, then e_i = exp(s_i - max_j s_j)
     e.sub_(e.amax(-1, keepdim=True)).exp_()
     P[:, R : R + S].mul_(e)  # e_i y_i
@@ -197,11 +194,10 @@ def fused_sgd_step(models, tokens, zq, targets, lr):
         torch.matmul(K, dU),  # dQ
         torch.matmul(Q, dU.mT),  # dK
         o.unsqueeze(-1) * dc.unsqueeze(-2),  # dV
-        torch.matmul(V, dc.unsqueeze(-1)).squeeze(-1),
-    )  # do
-    params = [
-        m_.parameters()[i] for i in range(4) for m_ in group
-    ]  # Q of each model, K of each, ...
+        torch.matmul(V, dc.unsqueeze(-1)).squeeze(-1),  # do
+    )
+    # Q of each model, K of each, ...
+    params = [m_.parameters()[i] for i in range(4) for m_ in group]
     steps = [
         part.view_as(p) for part, p in zip((x for grad in grads for x in grad.split(sizes)), params)
     ]

@@ -298,9 +298,8 @@ class TiltedSums:
             s1, s2 = _fast.weighted_sum(e, tokens), None  # (..., Q, D): e @ tokens
         sums = [e.sum(-1), s1, (e * e).sum(-1)] + ([s2] if self.second else [])  # s0, s1, s00, s2
         if self.max is not None:  # rescale the old sums to the new maximum
-            r = torch.exp(
-                torch.where(torch.isfinite(self.max), self.max, shift) - shift
-            )  # (..., Q)
+            # (..., Q)
+            r = torch.exp(torch.where(torch.isfinite(self.max), self.max, shift) - shift)
             old = [self.s0, self.s1, self.s00] + ([self.s2] if self.second else [])
             scale = [r, r.unsqueeze(-1), r * r, r[..., None, None]]
             sums = [o * s + n for o, s, n in zip(old, scale, sums)]
