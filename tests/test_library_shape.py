@@ -44,10 +44,29 @@ def _code_cells(md: Path):
     return cells
 
 
+APPARATUS = {"modes.py", "plotting.py", "widgets.py"}  # the reader apparatus (softlin.book)
+
+
 def test_library_is_small():
-    sizes = {p.name: len(p.read_text().splitlines()) for p in LIB.glob("*.py")}
-    assert sum(sizes.values()) <= 3000, sizes
+    # the mathematics as ruff formats it (issue 22): the apparatus, flat or in softlin/book/, not counted
+    sizes = {
+        p.name: len(p.read_text().splitlines()) for p in LIB.glob("*.py") if p.name not in APPARATUS
+    }
+    assert sum(sizes.values()) <= 3000, f"{sum(sizes.values())} lines: {sizes}"
     assert max(sizes.values()) <= 700, sizes
+
+
+def test_every_chapter_assert_says_what_failed():
+    bare = []
+    for md in CHAPTERS:
+        for start, body, _ in _code_cells(md):
+            src = "\n".join("" if b.lstrip().startswith(("%", "!")) else b for b in body)
+            bare.extend(
+                f"{md.name}:{start + node.lineno}"
+                for node in ast.walk(ast.parse(src))
+                if isinstance(node, ast.Assert) and node.msg is None
+            )
+    assert not bare, f"{len(bare)} asserts without a message: {bare}"
 
 
 def test_at_most_70_public_names():
