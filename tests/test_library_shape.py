@@ -85,6 +85,77 @@ def test_modules_are_named_after_ideas_and_hold_no_benchmarks():
         assert "nn.Module" not in p.read_text() or p.stem == "_fast", p
 
 
+EXP = re.compile(r"(^|\.)(exp|exp_|exp2|exp2_)$")
+
+
+def _normalised_exponentials(source: str) -> list[int]:
+    """Lines that divide exponentials by a sum of them (a hand-written softmax) or call logsumexp.
+
+    An exponential assigned on a line whose comment says "by hand" (a page's check of the engine
+    against its definition) is not counted."""
+    tree, lines = ast.parse(source), source.splitlines()
+
+    def is_exp(node):
+        return isinstance(node, ast.Call) and EXP.search(ast.unparse(node.func)) is not None
+
+    exp_names = {
+        t.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Assign) and is_exp(n.value) and "by hand" not in lines[n.lineno - 1]
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
+
+    def exponential(node):
+        return any(
+            is_exp(n) or (isinstance(n, ast.Name) and n.id in exp_names) for n in ast.walk(node)
+        )
+
+    def summed(node):
+        return any(
+            isinstance(n, ast.Call) and ast.unparse(n.func).endswith("sum") and exponential(n)
+            for n in ast.walk(node)
+        )
+
+    hits = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div):
+            if exponential(n.left) and summed(n.right) and "by hand" not in lines[n.lineno - 1]:
+                hits.append(n.lineno)
+        if isinstance(n, ast.Call) and "logsumexp" in ast.unparse(n.func):
+            hits.append(n.lineno)
+    return hits
+
+
+def _outside_the_engine(lib: Path, chapters) -> list[str]:
+    found = []
+    for p in sorted(lib.glob("*.py")):
+        if p.name in ("attention.py", "_fast.py"):
+            continue
+        hits = _normalised_exponentials(p.read_text())
+        if p.name == "measures.py":  # logsumexp is the log-MGF Lambda of an empirical measure there
+            hits = [h for h in hits if "logsumexp" not in p.read_text().splitlines()[h - 1]]
+        found += [f"{p.name}:{h}" for h in hits]
+    for md in chapters:
+        for start, body, _ in _code_cells(md):
+            src = "\n".join("" if b.lstrip().startswith(("%", "!")) else b for b in body)
+            found += [f"{md.name}:{start + h}" for h in _normalised_exponentials(src)]
+    return found
+
+
+def test_no_hand_written_softmax_outside_the_engine():
+    found = _outside_the_engine(LIB, CHAPTERS)
+    assert not found, f"exp(...)/sum or logsumexp outside softlin.attention: {found}"
+
+
+def test_the_guard_catches_a_planted_softmax(tmp_path):
+    (tmp_path / "planted.py").write_text(
+        "import torch\n\n\ndef f(s, x):\n    e = torch.exp(s)\n    return (e @ x) / e.sum()\n"
+    )
+    (tmp_path / "planted2.py").write_text("import torch\nw = torch.logsumexp(s, -1)\n")
+    assert _outside_the_engine(tmp_path, []) == ["planted.py:6", "planted2.py:2"]
+
+
 def test_every_softmax_over_tokens_goes_through_the_engine():
     # torch.softmax / logsumexp / exp over prompt tokens only in softlin.attention (and its fast branch);
     # measures may use logsumexp for the log-MGF of an empirical measure (the definition of Lambda).
