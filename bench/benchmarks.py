@@ -123,7 +123,7 @@ def compare_times(candidates, *, repeats=5, number=1, clock="cpu"):
     now = time.process_time if clock == "cpu" else time.perf_counter
     for fn in candidates.values():
         fn()
-    best = {name: math.inf for name in candidates}
+    best = dict.fromkeys(candidates, math.inf)
     for _ in range(repeats):
         for name, fn in candidates.items():
             t0 = now()
@@ -191,7 +191,7 @@ def rounding_bound(tokens, queries, U):
     error of at most ``2 D eps sum_j |z_ij a_j|``; since ``d m / d s_i = p_i (z_i - m)``, the scores' errors
     move the mean by at most ``2 max|z|`` times the largest of them. The chunk sums add about
     ``sqrt(c) eps max|z|`` (the random-walk size of a sum of c rounded terms, c the length of the shortest
-    products, see ``softlin._fast._weighted_sum``), counted four times over. Returns a float.
+    products, see ``softlin._fast.weighted_sum``), counted four times over. Returns a float.
     """
     from softlin._fast import SUB_BLOCKS, auto_chunk_size
 
@@ -226,7 +226,7 @@ def streaming_times(
     tokens, queries, U, V = attention_problem(L, D, Q, dtype=dtype)
     candidates = {
         "read": lambda: read_pass(tokens),
-        "flat_read": lambda: tokens.sum(),
+        "flat_read": tokens.sum,
         "softmax": lambda: softmax_attention(tokens, queries, U, V),
     }
     if unchunked:
@@ -321,8 +321,8 @@ def extra_memory_table(configs, *, timeout=600):
     clean child per call (each dict in ``configs`` holds the keyword arguments of
     :func:`extra_memory_mb`, with ``L``). Returns the list of result dicts, in order."""
     rows = []
-    for c in configs:
-        c = dict(D=6, Q=1, dtype=torch.float64, which="softmax", chunk_size=None) | dict(c)
+    for config in configs:
+        c = dict(D=6, Q=1, dtype=torch.float64, which="softmax", chunk_size=None) | dict(config)
         if c["which"] not in ("softmax", "naive"):
             raise ValueError(f"which must be 'softmax' or 'naive', got {c['which']!r}")
         for name in ("L", "D", "Q"):
@@ -336,6 +336,7 @@ def extra_memory_table(configs, *, timeout=600):
         text=True,
         timeout=timeout,
         env=_single_thread_env(),
+        check=False,
     )
     if proc.returncode != 0:
         raise RuntimeError(f"memory measurement failed:\n{proc.stderr[-2000:]}")
@@ -571,7 +572,7 @@ def flow_time(*, tol=1e-8, d=5, rho=0.5, alpha=0.3, seed=0, t_max=100.0, repeats
 
 
 def _fmt_L(L):
-    exp = int(round(math.log10(L)))
+    exp = round(math.log10(L))
     return f"1e{exp}" if L == 10**exp else str(L)
 
 

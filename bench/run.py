@@ -79,19 +79,26 @@ def profiles(L):
     from softlin import icl
     from torch.profiler import ProfilerActivity, profile
 
-    def show(title, fn):
-        fn()
+    def show(title, fn, *args):
+        fn(*args)
         with profile(activities=[ProfilerActivity.CPU]) as prof:
-            fn()
+            fn(*args)
         print(f"\n== {title}")
         print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=8))
 
+    def attention_then_read(tokens, queries, U, V):
+        return sl.softmax_attention(tokens, queries, U, V), bm.read_pass(tokens)
+
+    def softlin_steps(models, sampler, gen):
+        return [icl.sgd_step(models, sampler.sample(gen), 1e-3) for _ in range(10)]
+
+    def reference_steps(ref, gen):
+        return [ref.step(gen) for _ in range(10)]
+
     for dtype in (torch.float64, torch.float32):
         tokens, queries, U, V = bm.attention_problem(L, dtype=dtype)
-        show(
-            f"softmax_attention {dtype} L={L} Q=1, then tokens.sum(0)",
-            lambda: (sl.softmax_attention(tokens, queries, U, V), bm.read_pass(tokens)),
-        )
+        title = f"softmax_attention {dtype} L={L} Q=1, then tokens.sum(0)"
+        show(title, attention_then_read, tokens, queries, U, V)
     for dtype in (torch.float32, torch.float64):
         Sigma = icl.kms_covariance(5, 0.5, dtype=dtype)
         gen = torch.Generator().manual_seed(0)
@@ -109,14 +116,9 @@ def profiles(L):
             tau2=0.2,
             noise_var=0.1,
         )
-        show(
-            f"softlin: 10 SGD steps of {bm.STARTS} starts x {{softmax, linear}}, {dtype}",
-            lambda: [icl.sgd_step(models, sampler.sample(gen), 1e-3) for _ in range(10)],
-        )
-        show(
-            f"reference: 10 SGD steps of one softmax model, {dtype}",
-            lambda: [ref.step(gen) for _ in range(10)],
-        )
+        title = f"softlin: 10 SGD steps of {bm.STARTS} starts x {{softmax, linear}}, {dtype}"
+        show(title, softlin_steps, models, sampler, gen)
+        show(f"reference: 10 SGD steps of one softmax model, {dtype}", reference_steps, ref, gen)
 
 
 def main(argv=None):

@@ -42,6 +42,7 @@ def run_build(*args: str, stage: Path) -> tuple[int, str, Path, float]:
         cwd=ROOT,
         capture_output=True,
         text=True,
+        check=False,
     )
     return proc.returncode, proc.stdout + proc.stderr, stage, time.perf_counter() - t0
 

@@ -418,6 +418,19 @@ def test_one_shift_and_online_passes_agree(gen):
         torch.testing.assert_close(tracked.detach(), plain, rtol=1e-13, atol=1e-14)
 
 
+def test_the_online_path_is_tilted_sums(gen, monkeypatch):
+    # One online softmax in softlin: the fast kernel's differentiable (and overflow) path is TiltedSums.
+    tokens, queries, U, V = _problem(gen, batch=(2,), L=100, Q=2, D=5, scale=2.0)
+    calls = []
+    update = sl.TiltedSums._update
+    monkeypatch.setattr(
+        sl.TiltedSums, "_update", lambda self, *a: calls.append(1) or update(self, *a)
+    )
+    U = U.clone().requires_grad_(True)
+    sl.softmax_attention(tokens, queries, U, V, chunk_size=16)
+    assert len(calls) == 7, f"{len(calls)} TiltedSums updates for 100 tokens in chunks of 16"
+
+
 def test_one_shift_pass_gives_up_where_it_would_overflow():
     from softlin._fast import _one_shift_pass
 
@@ -512,6 +525,6 @@ def test_tilted_sums_errors():
     with pytest.raises(ValueError, match="a must have last dimension D = 4"):
         sl.TiltedSums(a).update(torch.zeros(5, 4, dtype=F64))
     with pytest.raises(ValueError, match="second moments were not accumulated"):
-        sl.tilted_moments(torch.zeros(5, 3, dtype=F64), a).covariance
+        _ = sl.tilted_moments(torch.zeros(5, 3, dtype=F64), a).covariance
     with pytest.raises(ValueError, match="leading"):
         sl.tilted_mean(torch.zeros(4, 5, 3, dtype=F64), a)

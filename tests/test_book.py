@@ -36,7 +36,7 @@ def test_every_chapter_runs_in_fast_mode(fast_run):
 
 @pytest.mark.parametrize("run, mode", [("built_book", "default"), ("fast_run", "fast")])
 def test_every_chapter_ran_and_is_listed(run, mode, request):
-    rc, _, stage = request.getfixturevalue(run)
+    _rc, _, stage = request.getfixturevalue(run)
     status = json.loads((stage / "status.json").read_text())
     assert status["mode"] == mode
     assert status["chapters"] and all(r["error"] is None for r in status["chapters"]), failures(

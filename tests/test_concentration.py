@@ -163,15 +163,15 @@ def test_first_correction_matches_monte_carlo(kind):
 
 # --- Query averages -------------------------------------------------------------------------------
 def test_query_averaged_scalar_closed_forms():
+    def term(u, k, j):  # E_z e^{k s} (t + j b), t = 1, b = u^2 z^2
+        return (1 - 2 * k * u**2) ** -0.5 * (1 + j * u**2 / (1 - 2 * k * u**2))
+
     for u in (0.1, 0.3, 0.4):
         C, B_bar = cc.query_averaged_expansion(_one(u), _one(), _one())
         r = 1 - 2 * u**2
         assert C == pytest.approx(r**-0.5 + u**2 * r**-1.5, rel=1e-12)
-
-        def term(k, j):  # E_z e^{k s} (t + j b), t = 1, b = u^2 z^2
-            return (1 - 2 * k * u**2) ** -0.5 * (1 + j * u**2 / (1 - 2 * k * u**2))
-
-        assert B_bar == pytest.approx(-2 * term(3, 4) + 3 * term(2, 3) - term(1, 1), rel=1e-10)
+        B_ref = -2 * term(u, 3, 4) + 3 * term(u, 2, 3) - term(u, 1, 1)
+        assert B_bar == pytest.approx(B_ref, rel=1e-10)
     assert math.isnan(cc.query_averaged_expansion(_one(0.5), _one(), _one())[1])  # 6 u^2 >= 1
     for u in (1 / math.sqrt(2), 1.0, 1.5):  # E_z exp(u^2 z^2) diverges from u^2 = 1/2 on
         C, B_bar = cc.query_averaged_expansion(_one(u), _one(), _one(), "grad_U")

@@ -110,7 +110,7 @@ def test_the_harness_cells_are_hidden_on_the_site(fixture_run):
 
 @pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
 def test_every_exercise_check_accepts_its_solution_and_rejects_a_wrong_answer(fast_run, md):
-    rc, log, stage = fast_run
+    _rc, _log, stage = fast_run
     status = json.loads((stage / "status.json").read_text())
     record = next(r for r in status["chapters"] if r["chapter"] == md.stem)
     assert record["error"] is None, f"{md.stem} failed in fast mode:\n{record['error'][-3000:]}"

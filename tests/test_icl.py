@@ -339,7 +339,7 @@ def test_risk_functions_validate():
         icl.infinite_prompt_risk(A, b, SIGMA + torch.triu(torch.ones(5, 5, dtype=F64), 1))
     with pytest.raises(ValueError, match="kind must be one of"):
         icl.finite_prompt_risk(A, b, SIGMA, 5, n_prompts=10, kind="relu")
-    with pytest.raises(TypeError, match="A must be a torch.Tensor"):
+    with pytest.raises(TypeError, match=r"A must be a torch\.Tensor"):
         icl.infinite_prompt_risk(A.numpy(), b, SIGMA)
     with pytest.raises(TypeError, match="tau2 must be a finite real"):
         icl.infinite_prompt_risk(A, b, SIGMA, tau2="1")

@@ -28,7 +28,7 @@ def test_prompt_batches_bound_memory_and_draw_like_one_sample():
 
 def test_prompt_batches_errors():
     mu = sl.RademacherMeasure(1)
-    with pytest.raises(TypeError, match="generator must be a torch.Generator"):
+    with pytest.raises(TypeError, match=r"generator must be a torch\.Generator"):
         next(mc.prompt_batches(mu, 10, 2, generator=None))
     with pytest.raises(TypeError, match="measure must be a softlin TokenMeasure"):
         next(mc.prompt_batches("normal", 10, 2, generator=torch.Generator()))
@@ -140,3 +140,35 @@ def test_submodules_load_lazily_after_import_softlin():
     assert "montecarlo" in dir(softlin)
     with pytest.raises(AttributeError, match="no attribute 'nonsense'"):
         softlin.nonsense  # noqa: B018
+
+
+# --- checks that say what failed ------------------------------------------------------------------
+def test_checks_print_a_verdict_and_fail_with_their_numbers(capsys):
+    mc.check_close(-0.498, -0.5, 0.006, z=4, what="slope")
+    assert capsys.readouterr().out.strip() == "slope -0.498 ± 0.006: within 4 SE of -0.5"
+    mc.check_below(np.array([0.5, 0.9]), 1.0, se=np.array([0.01, 0.02]), z=4, what="ratio")
+    assert "0.9 ± 0.02: 4 SE below 1 (worst of 2)" in capsys.readouterr().out
+    mc.check_above(torch.tensor(3.0), 1.0, what="gap")
+    assert capsys.readouterr().out.strip() == "gap 3 above 1"
+    # a deliberately broken check: the error holds the numbers and the claim, nothing is printed
+    with pytest.raises(AssertionError, match=r"slope -0\.45 ± 0\.006: NOT within 4 SE of -0\.5"):
+        mc.check_close(-0.45, -0.5, 0.006, z=4, what="slope")
+    with pytest.raises(AssertionError, match=r"ratio 0\.074 ± 0\.019: 4 SE NOT above 0"):
+        mc.check_above(0.074, 0.0, se=0.019, z=4, what="ratio")
+    with pytest.raises(AssertionError, match=r"error 0\.2 NOT below 0\.1"):
+        mc.check_below(0.2, 0.1, what="error")
+    assert capsys.readouterr().out == ""
+
+
+def test_checks_keep_the_strength_of_the_assert_they_replace():
+    # check_close(v, r, se, z=z, slack=s) passes exactly when |v - r| <= z se + s
+    mc.check_close(1.0 + 4 * 0.1, 1.0, 0.1, z=4.0001)
+    with pytest.raises(AssertionError):
+        mc.check_close(1.0 + 4 * 0.1 + 1e-9, 1.0, 0.1, z=4)
+    mc.check_close(1.05, 1.0, 0.0, slack=0.06)
+    # check_below(v, b, se, z) passes exactly when v + z se < b; check_above when v - z se > b
+    with pytest.raises(AssertionError):
+        mc.check_below(0.6, 1.0, se=0.1, z=4)
+    mc.check_above(0.41, 0.0, se=0.1, z=4)
+    with pytest.raises(AssertionError):
+        mc.check_above(np.array([1.0, 0.39]), 0.0, se=0.1, z=4)

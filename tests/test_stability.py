@@ -373,7 +373,7 @@ def test_bad_inputs_are_rejected_with_the_argument_name():
         st.risk_gap(torch.zeros(3, 3, dtype=F64), b0, SIGMA, 10, n_prompts=10, generator=gen)
     with pytest.raises(ValueError, match="b must"):
         st.risk_gap(A0, torch.zeros(2, dtype=F64), SIGMA, 10, n_prompts=10, generator=gen)
-    with pytest.raises(TypeError, match="A must be a torch.Tensor"):
+    with pytest.raises(TypeError, match=r"A must be a torch\.Tensor"):
         st.infinite_risk_hessian(np.eye(2), b0, SIGMA)
     with pytest.raises(ValueError, match="b the shape"):
         st.infinite_risk_hessian(A0, torch.zeros(3, dtype=F64), SIGMA)

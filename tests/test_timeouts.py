@@ -30,7 +30,7 @@ def test_a_hang_fails_within_five_minutes_in_fast_and_default_mode(mode):
 
 @pytest.mark.parametrize("run, mode", [("fast_run", "fast"), ("built_book", "default")])
 def test_the_slowest_cell_stays_within_the_margin(run, mode, request):
-    rc, _, stage = request.getfixturevalue(run)
+    _rc, _, stage = request.getfixturevalue(run)
     status = json.loads((stage / "status.json").read_text())
     slowest = sorted(
         (
@@ -58,7 +58,7 @@ def test_a_hung_cell_fails_the_build_at_the_timeout_naming_the_chapter_and_the_c
     root = make_book(tmp_path / "hang", ["03_hang.md"])
     timeout = 15  # the mechanism is the same at any limit; the real limits are checked above
     t0 = time.perf_counter()
-    rc, log, stage, seconds = run_build(
+    rc, log, _stage, _seconds = run_build(
         "--root",
         str(root),
         "--mode",

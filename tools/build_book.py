@@ -125,7 +125,7 @@ def failed_cell(path: Path) -> str:
     """'cell N (`first line`)' of the cell that failed or timed out in an executed notebook, or ''."""
     try:
         nb = nbformat_read(path)
-    except Exception:
+    except Exception:  # noqa: BLE001 (a half-written notebook: the caller reports the failure itself)
         return ""
     for i, cell in enumerate(nb.cells):
         if cell.cell_type == "code" and any(
@@ -195,7 +195,8 @@ def execute_one(
             log_output=False,
             execution_timeout=timeout,
         )
-    except Exception as exc:  # papermill raises PapermillExecutionError with the cell traceback
+    # papermill raises PapermillExecutionError with the cell traceback; any failure is recorded
+    except Exception as exc:  # noqa: BLE001
         error = f"{type(exc).__name__}: {exc}"
         where = failed_cell(Path(out_path)) if Path(out_path).exists() else ""
         if "timed out" in str(exc) or "Timeout" in type(exc).__name__:

@@ -91,6 +91,7 @@ def fetch(spec: str, digest: str, cache: Path) -> Path:
             [npm, "pack", spec, "--silent", "--pack-destination", tmp],
             capture_output=True,
             text=True,
+            check=False,
         )
         got = Path(tmp) / tarball_name(spec)
         if proc.returncode != 0 or not got.exists():

@@ -208,7 +208,7 @@ def _commit_with_code(digest):
         texts = {}
         for f in TRAINING_CODE:
             blob = subprocess.run(
-                ["git", "show", f"{rev}:{f}"], cwd=ROOT, capture_output=True, text=True
+                ["git", "show", f"{rev}:{f}"], cwd=ROOT, capture_output=True, text=True, check=False
             )
             if blob.returncode != 0:
                 break
@@ -233,6 +233,7 @@ def provenance(device):
                 cwd=ROOT,
                 capture_output=True,
                 text=True,
+                check=False,
             ).stdout.strip()
         )
     except (OSError, subprocess.CalledProcessError):

@@ -3,13 +3,37 @@
 Every public function checks its arguments once, at the boundary, with these helpers; inner code and the
 chapters' own code trust their inputs. Each error names the argument, what was received and what was
 expected. Nothing is broadcast, truncated or clipped silently.
+
+A public function whose formula other softlin code also needs is written as its formula under
+:func:`validated_by`: the decorator runs the checks, the body trusts its arguments, and library code
+that has already checked them calls ``fn.kernel``, the body alone. The page then shows the formula, with
+the checks marked by the decorator line, and no argument is checked twice.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
+
+
+def validated_by(check):
+    """Decorator: ``check(*args, **kwargs)`` validates the arguments, then the decorated body runs.
+
+    The undecorated body stays available as ``fn.kernel`` for callers whose arguments are checked.
+    """
+
+    def decorate(kernel):
+        @functools.wraps(kernel)
+        def public(*args, **kwargs):
+            check(*args, **kwargs)
+            return kernel(*args, **kwargs)
+
+        public.kernel = kernel
+        return public
+
+    return decorate
 
 
 def as_tensor_arg(name: str, x, *, min_dim: int = 0, finite: bool = True) -> torch.Tensor:
@@ -140,8 +164,9 @@ def psd_tolerance(cov: torch.Tensor) -> float:
     return 1e3 * torch.finfo(cov.dtype).eps * max(scale, 1.0)
 
 
-def check_psd(name: str, cov: torch.Tensor) -> None:
-    """Symmetric positive semi-definite (..., D, D), up to :func:`psd_tolerance`."""
+def check_psd(name: str, cov: torch.Tensor) -> float:
+    """Symmetric positive semi-definite (..., D, D), up to :func:`psd_tolerance`; returns the smallest
+    eigenvalue (0.0 for an empty matrix)."""
     if cov.dim() < 2 or cov.shape[-1] != cov.shape[-2]:
         raise ValueError(
             f"{name} must be a square matrix (..., D, D), got shape {tuple(cov.shape)}"
@@ -159,6 +184,7 @@ def check_psd(name: str, cov: torch.Tensor) -> None:
             f"{name} must be positive semi-definite, got smallest eigenvalue {lam_min:.3g} "
             f"(tolerance {tol:.1e})"
         )
+    return lam_min
 
 
 def check_sigma(Sigma, name: str = "Sigma") -> torch.Tensor:
@@ -169,8 +195,7 @@ def check_sigma(Sigma, name: str = "Sigma") -> torch.Tensor:
         raise ValueError(
             f"{name} must be a non-empty square matrix (d, d), got shape {tuple(Sigma.shape)}"
         )
-    check_psd(name, Sigma)
-    lam_min = float(torch.linalg.eigvalsh(Sigma).min())
+    lam_min = check_psd(name, Sigma)
     if lam_min <= 0:
         raise ValueError(
             f"{name} must be positive definite (invertible), got smallest eigenvalue {lam_min:.3g}"

@@ -19,7 +19,7 @@ import torch
 # (1 MiB of L2 per core, 32 MiB of L3) 4 MiB chunks balance the two best (bench/README.md).
 CACHE_BYTES = 2**22
 MIN_CHUNK = 2**10
-SUB_BLOCKS = 8  # see _weighted_sum
+SUB_BLOCKS = 8  # see weighted_sum
 
 
 def auto_chunk_size(tokens, n_queries):
@@ -28,7 +28,7 @@ def auto_chunk_size(tokens, n_queries):
     when that covers the whole prompt."""
     L, D = tokens.shape[-2], tokens.shape[-1]
     per_token = tokens[..., 0, 0].numel() * (D + n_queries) * tokens.element_size()
-    chunk = max(MIN_CHUNK, 2 ** int(math.floor(math.log2(max(CACHE_BYTES / per_token, 1.0)))))
+    chunk = max(MIN_CHUNK, 2 ** math.floor(math.log2(max(CACHE_BYTES / per_token, 1.0))))
     return None if chunk >= L else chunk
 
 
@@ -52,7 +52,7 @@ def _scores(x, a, out=None):
     return torch.matmul(a, x.mT, out=out)
 
 
-def _weighted_sum(e, x):
+def weighted_sum(e, x):
     """``e @ x`` for weights (..., Q, c) and tokens (..., c, D), as ``SUB_BLOCKS`` shorter products added up.
 
     BLAS accumulates a long matrix-vector product in one running sum, so its float32 rounding grows with
@@ -80,15 +80,18 @@ def _tracks_gradients(*tensors):
 def streaming_tilted_mean(tokens, a, weights, chunk_size):
     """:func:`softlin.attention.tilted_mean` in one pass over memory (two on overflow): a chunk is read once
     and reused from cache by its two small products (scores, then weighted sum). :func:`_one_shift_pass`
-    without gradients, :func:`_online_pass` under autograd or ``torch.func`` or when the first gives up.
-    Inputs are trusted (validated by the caller); ``chunk_size`` None means :func:`auto_chunk_size`."""
+    without gradients; under autograd or ``torch.func``, or when the first gives up, the online softmax
+    of :class:`softlin.attention.TiltedSums` (the one implementation of it). Inputs are trusted
+    (validated by the caller); ``chunk_size`` None means :func:`auto_chunk_size`."""
+    from .attention import _online_tilted_mean  # attention imports this module
+
     if chunk_size is None:
         chunk_size = auto_chunk_size(tokens, a.shape[-2])
     if not _tracks_gradients(tokens, a, weights):
         mean = _one_shift_pass(tokens, a, weights, chunk_size)
         if mean is not None:
             return mean
-    return _online_pass(tokens, a, weights, chunk_size)
+    return _online_tilted_mean(tokens, a, weights, chunk_size)
 
 
 def _one_shift_pass(tokens, a, weights, c):
@@ -114,33 +117,11 @@ def _one_shift_pass(tokens, a, weights, c):
         if w is not None:
             e = e.mul_(w)
         s.append(e.sum(-1))
-        n.append(_weighted_sum(e, x))
+        n.append(weighted_sum(e, x))
     n, s = torch.stack(n).sum(0), torch.stack(s).sum(0)  # cascade sums over the chunks
     if not (torch.isfinite(s).all() and torch.isfinite(n).all()):
         return None
     return n / s.unsqueeze(-1)
-
-
-def _online_pass(tokens, a, weights, c):
-    """Each chunk shifted by its own maximum score ``m_c``: ``s_c = sum_{i in c} w_i exp(score_i - m_c)`` and
-    ``n_c = sum_{i in c} w_i exp(score_i - m_c) z_i``; at the end, with ``M = max_c m_c``, the mean is
-    ``sum_c e^{m_c - M} n_c / sum_c e^{m_c - M} s_c`` (the rescaling of the online softmax, deferred to the
-    end). Safe for any finite scores and an ordinary differentiable computation."""
-    maxima, sums, numerators = [], [], []
-    for start in range(0, tokens.shape[-2], c):
-        x = tokens[..., start : start + c, :]  # (..., c, D)
-        scores = _scores(x, a)  # (..., Q, c)
-        if weights is not None:
-            scores = scores + torch.log(weights[..., start : start + c]).unsqueeze(-2)
-        m = torch.amax(scores.detach(), -1)  # -inf if all weights are 0
-        shift = m if weights is None else torch.where(torch.isfinite(m), m, torch.zeros_like(m))
-        e = torch.exp(scores - shift.unsqueeze(-1))
-        maxima.append(m)
-        sums.append(e.sum(-1))
-        numerators.append(_weighted_sum(e, x))  # (..., Q, D)
-    maxima, sums, numerators = torch.stack(maxima), torch.stack(sums), torch.stack(numerators)
-    scale = torch.exp(maxima - maxima.amax(0))  # e^{m_c - M}; 0 for chunks without weight
-    return (scale.unsqueeze(-1) * numerators).sum(0) / (scale * sums).sum(0).unsqueeze(-1)
 
 
 # ==================================================================================================
@@ -170,9 +151,8 @@ def fused_sgd_step(models, tokens, zq, targets, lr):
     step (scalar or (S,) tensors), in the order of ``models``.
     """
     B, L, D = tokens.shape
-    order = sorted(
-        range(len(models)), key=lambda k: models[k].kind != "softmax"
-    )  # softmax rows first
+    # softmax rows first
+    order = sorted(range(len(models)), key=lambda k: models[k].kind != "softmax")
     group = [models[k] for k in order]
     sizes = [m.Q.reshape(-1, D, D).shape[0] for m in group]
     Q, K, V = (torch.cat([getattr(m, n).reshape(-1, D, D) for m in group]) for n in "QKV")
@@ -180,18 +160,16 @@ def fused_sgd_step(models, tokens, zq, targets, lr):
     M = Q.shape[0]
     S = sum(n for n, m in zip(sizes, group) if m.kind == "softmax")
     R = S if M - S >= 4 else M  # the models that read the tokens through rows of P
-    w = _row_scales(
-        R, S, L, D, tokens
-    )  # (2R, 1): 1/sqrt(D) on a, 1 on c, times 1/L for a linear model
+    # (2R, 1): 1/sqrt(D) on a, 1 on c, times 1/L for a linear model
+    w = _row_scales(R, S, L, D, tokens)
     U = torch.matmul(K.mT, Q)  # (M, D, D): K^T Q
     a = torch.mm(zq, U.mT.transpose(0, 1).reshape(D, M * D)).view(B, M, D)  # K^T Q z_q, each model
     c = torch.matmul(o.unsqueeze(1), V).squeeze(1)  # (M, D): V^T o
     tokens_t = tokens.mT  # (B, D, L)
     if tokens_t.stride(-1) != 1:
         tokens_t = tokens_t.contiguous()
-    P = torch.matmul(
-        torch.cat([a[:, :R], c[:R].expand(B, R, D)], 1).mul_(w), tokens_t
-    )  # (B, 2R, L)
+    # (B, 2R, L): the rows X, scaled, times the tokens
+    P = torch.matmul(torch.cat([a[:, :R], c[:R].expand(B, R, D)], 1).mul_(w), tokens_t)
     e = P[:, :S]  # softmax rows: the scores s_i, then e_i = exp(s_i - max_j s_j)
     e.sub_(e.amax(-1, keepdim=True)).exp_()
     P[:, R : R + S].mul_(e)  # e_i y_i
@@ -216,11 +194,10 @@ def fused_sgd_step(models, tokens, zq, targets, lr):
         torch.matmul(K, dU),  # dQ
         torch.matmul(Q, dU.mT),  # dK
         o.unsqueeze(-1) * dc.unsqueeze(-2),  # dV
-        torch.matmul(V, dc.unsqueeze(-1)).squeeze(-1),
-    )  # do
-    params = [
-        m_.parameters()[i] for i in range(4) for m_ in group
-    ]  # Q of each model, K of each, ...
+        torch.matmul(V, dc.unsqueeze(-1)).squeeze(-1),  # do
+    )
+    # Q of each model, K of each, ...
+    params = [m_.parameters()[i] for i in range(4) for m_ in group]
     steps = [
         part.view_as(p) for part, p in zip((x for grad in grads for x in grad.split(sizes)), params)
     ]

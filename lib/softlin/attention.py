@@ -34,6 +34,7 @@ from ._checks import (
     check_result_finite,
     check_same_dtype_device,
     check_weights,
+    validated_by,
 )
 
 __all__ = [
@@ -76,6 +77,11 @@ def _check_tokens_tilt(tokens, a, weights, *, chunk=False, a_name="a"):
     check_same_dtype_device({"tokens": tokens, a_name: a, "weights": weights})
 
 
+def _check_tilt(tokens, a, *, weights=None):
+    _check_tokens_tilt(tokens, a, weights)
+
+
+@validated_by(_check_tilt)
 def tilted_mean(tokens, a, *, weights=None):
     """Mean of the prompt tilted towards ``a``: ``sum_i softmax_i(z_i^T a) z_i`` (paper Section 2).
 
@@ -98,25 +104,22 @@ def tilted_mean(tokens, a, *, weights=None):
     TypeError, ValueError
         Non-tensors, mismatched shapes, dtypes or devices, an empty prompt, bad weights, NaN/inf input.
     """
-    _check_tokens_tilt(tokens, a, weights)
     scores = a @ tokens.mT  # (..., Q, L): the score z_i . a of each token for each direction
     if weights is not None:
-        scores = scores + weights.log().unsqueeze(
-            -2
-        )  # log w_i; a zero weight (-inf) drops the token
-    p = torch.softmax(
-        scores, dim=-1
-    )  # (..., Q, L): shifted by the maximum, so any finite score is safe
+        # log w_i; a zero weight (-inf) drops the token
+        scores = scores + weights.log().unsqueeze(-2)
+    # (..., Q, L): shifted by the maximum, so any finite score is safe
+    p = torch.softmax(scores, dim=-1)
     return check_result_finite(p @ tokens, "tokens", tokens)  # (..., Q, D)
 
 
+@validated_by(_check_tilt)
 def linear_mean(tokens, a, *, weights=None):
     """Linear attention's counterpart of :func:`tilted_mean`: ``(1/L) sum_i (z_i^T a) z_i``.
 
     That is ``E[X X^T] a`` under the (weighted: ``sum_i w_i (...) / sum_i w_i``) empirical measure; shapes
     and errors as :func:`tilted_mean`.
     """
-    _check_tokens_tilt(tokens, a, weights)
     scores = a @ tokens.mT  # (..., Q, L)
     if weights is None:
         coef = scores / tokens.shape[-2]
@@ -125,8 +128,10 @@ def linear_mean(tokens, a, *, weights=None):
     return check_result_finite(coef @ tokens, "tokens", tokens)  # (..., Q, D)
 
 
-def _check_attention(tokens, queries, U, V, weights):
-    """As :func:`_check_tokens_tilt` for the queries, and U (D, D), V (D_out, D) of the same dtype."""
+def _check_attention(tokens, queries, U, V=None, *, weights=None, chunk_size=None):
+    """As :func:`_check_tokens_tilt` for the queries, U (D, D) and V (D_out, D) of the same dtype, and a
+    positive ``chunk_size`` or None."""
+    check_positive_int("chunk_size", chunk_size, allow_none=True)
     _check_tokens_tilt(tokens, queries, weights, a_name="queries")
     U, D = as_tensor_arg("U", U), tokens.shape[-1]
     if U.dim() != 2 or U.shape[0] != U.shape[1]:
@@ -139,19 +144,20 @@ def _check_attention(tokens, queries, U, V, weights):
     check_same_dtype_device({"tokens": tokens, "U": U, "V": V})
 
 
+@validated_by(_check_attention)
 def softmax_weights(tokens, queries, U, *, weights=None):
     """Softmax attention weights ``p_{q,i} ∝ w_i exp(z_i^T U z_q)`` of each query over the prompt.
 
     Shapes: tokens (..., L, D), queries (..., Q, D), U (D, D), weights (..., L) -> (..., Q, L), rows summing
     to one. Errors as :func:`softmax_attention`.
     """
-    _check_attention(tokens, queries, U, None, weights)
     scores = queries @ U.mT @ tokens.mT  # (..., Q, L)
     if weights is not None:
         scores = scores + weights.log().unsqueeze(-2)
     return check_result_finite(torch.softmax(scores, dim=-1), "tokens", tokens)
 
 
+@validated_by(_check_attention)
 def softmax_attention(tokens, queries, U, V, *, weights=None, chunk_size=None):
     """Softmax attention of each query over a prompt: ``T_{U,V}[mu_hat_L](z)`` (paper Section 2).
 
@@ -193,16 +199,15 @@ def softmax_attention(tokens, queries, U, V, *, weights=None, chunk_size=None):
     beyond) give finite, exact results in float32 and float64. Differentiable (autograd, ``torch.func``)
     in both forms.
     """
-    check_positive_int("chunk_size", chunk_size, allow_none=True)
-    _check_attention(tokens, queries, U, V, weights)
     a = queries @ U.mT  # (..., Q, D): the tilt direction U z of each query
     if _fast.should_stream(tokens, a.shape[-2], chunk_size):  # a long prompt: cache-sized chunks
         mean = _fast.streaming_tilted_mean(tokens, a, weights, chunk_size)
     else:
-        mean = tilted_mean(tokens, a, weights=weights)
+        mean = tilted_mean.kernel(tokens, a, weights=weights)
     return check_result_finite(mean @ V.mT, "tokens", tokens)
 
 
+@validated_by(_check_attention)
 def linear_attention(tokens, queries, U, V, *, weights=None):
     """Normalised linear attention ``(1/L) sum_i (z_i^T U z) V z_i`` (Section 2 of the paper).
 
@@ -210,8 +215,7 @@ def linear_attention(tokens, queries, U, V, *, weights=None):
     measure (weighted: ``sum_i w_i (...) / sum_i w_i``). Parameters, shapes and errors as
     :func:`softmax_attention` (without ``chunk_size``); returns (..., Q, D_out).
     """
-    _check_attention(tokens, queries, U, V, weights)
-    return linear_mean(tokens, queries @ U.mT, weights=weights) @ V.mT
+    return linear_mean.kernel(tokens, queries @ U.mT, weights=weights) @ V.mT
 
 
 class TiltedMoments(NamedTuple):
@@ -260,39 +264,42 @@ class TiltedSums:
     """
 
     def __init__(self, a, *, second: bool = False):
-        self.a = as_tensor_arg("a", a, min_dim=2)
-        self.second = bool(second)
-        self.n_tokens = 0
+        self._start(as_tensor_arg("a", a, min_dim=2), second)
+
+    def _start(self, a, second):
+        self.a, self.second, self.n_tokens = a, bool(second), 0
         self.max = self.s0 = self.s1 = self.s2 = self.s00 = None
+        return self
 
     def update(self, tokens, weights=None):
         """Add a chunk of tokens (..., c, D) (weights (..., c), optional) to the sums. Returns self."""
         _check_tokens_tilt(tokens, self.a, weights, chunk=True)
+        return self._update(tokens, weights)
+
+    def _update(self, tokens, weights):
+        """:meth:`update` on a checked chunk: the online softmax step."""
         scores = self.a @ tokens.mT  # (..., Q, c)
         if weights is not None:
             scores = scores + weights.log().unsqueeze(-2)
-        chunk_max = scores.detach().amax(
-            -1
-        )  # (..., Q); the shift cancels, so no gradient through it
+        # (..., Q); the shift cancels, so no gradient through it
+        chunk_max = scores.detach().amax(-1)
         new_max = chunk_max if self.max is None else torch.maximum(self.max, chunk_max)
-        shift = torch.where(
-            torch.isfinite(new_max), new_max, torch.zeros_like(new_max)
-        )  # all-zero weights
+        # a prompt whose weights are all zero so far has no maximum: shift it by 0
+        shift = torch.where(torch.isfinite(new_max), new_max, torch.zeros_like(new_max))
         e = torch.exp(scores - shift.unsqueeze(-1))  # (..., Q, c): w_i e_i
         D = tokens.shape[-1]
-        if (
-            self.second
-        ):  # one product gives s1 and s2: weights times the tokens [z_i, vec(z_i z_i^T)]
+        if self.second:
+            # one product gives s1 and s2: the weights times the tokens [z_i, vec(z_i z_i^T)]
             zz = tokens.unsqueeze(-1) * tokens.unsqueeze(-2)  # (..., c, D, D)
-            both = e @ torch.cat([tokens, zz.flatten(-2)], dim=-1)  # (..., Q, D + D^2)
+            # (..., Q, D + D^2), summed in sub-blocks for float32 accuracy (softlin._fast.weighted_sum)
+            both = _fast.weighted_sum(e, torch.cat([tokens, zz.flatten(-2)], dim=-1))
             s1, s2 = both[..., :D], both[..., D:].unflatten(-1, (D, D))
         else:
-            s1, s2 = e @ tokens, None  # (..., Q, D)
+            s1, s2 = _fast.weighted_sum(e, tokens), None  # (..., Q, D): e @ tokens
         sums = [e.sum(-1), s1, (e * e).sum(-1)] + ([s2] if self.second else [])  # s0, s1, s00, s2
         if self.max is not None:  # rescale the old sums to the new maximum
-            r = torch.exp(
-                torch.where(torch.isfinite(self.max), self.max, shift) - shift
-            )  # (..., Q)
+            # (..., Q)
+            r = torch.exp(torch.where(torch.isfinite(self.max), self.max, shift) - shift)
             old = [self.s0, self.s1, self.s00] + ([self.s2] if self.second else [])
             scale = [r, r.unsqueeze(-1), r * r, r[..., None, None]]
             sums = [o * s + n for o, s, n in zip(old, scale, sums)]
@@ -314,20 +321,37 @@ class TiltedSums:
         return TiltedMoments(mean, second, self.s0**2 / self.s00, 1.0 / self.s0)
 
 
+def _run_tilted_sums(tokens, a, weights, step, *, second=False) -> TiltedSums:
+    """:class:`TiltedSums` over checked ``tokens`` in chunks of ``step`` tokens."""
+    sums = TiltedSums.__new__(TiltedSums)._start(a, second)
+    for start in range(0, tokens.shape[-2], step):
+        w = None if weights is None else weights[..., start : start + step]
+        sums._update(tokens[..., start : start + step, :], w)
+    return sums
+
+
+def _online_tilted_mean(tokens, a, weights, step):
+    """:func:`tilted_mean` by the online softmax of :class:`TiltedSums`, chunks of ``step`` tokens.
+
+    Inputs trusted: the differentiable and overflow-safe path of ``softlin._fast.streaming_tilted_mean``.
+    """
+    sums = _run_tilted_sums(tokens, a, weights, step)
+    return sums.s1 / sums.s0.unsqueeze(-1)
+
+
+def _check_moments(tokens, a, *, weights=None, second=False, chunk_size=None):
+    check_positive_int("chunk_size", chunk_size, allow_none=True)
+    _check_tokens_tilt(tokens, a, weights)
+
+
+@validated_by(_check_moments)
 def tilted_moments(tokens, a, *, weights=None, second: bool = False, chunk_size: int | None = None):
     """:class:`TiltedMoments` of the prompt ``tokens`` (..., L, D) for the directions ``a`` (..., Q, D).
 
     Runs :class:`TiltedSums` over the prompt in chunks of ``chunk_size`` tokens (default: one chunk); the
     result does not depend on the chunking (to rounding). ``weights`` (..., L) as :func:`tilted_mean`.
     """
-    check_positive_int("chunk_size", chunk_size, allow_none=True)
-    _check_tokens_tilt(tokens, a, weights)
-    L = tokens.shape[-2]
-    step = L if chunk_size is None else chunk_size
-    sums = TiltedSums(a, second=second)
-    for start in range(0, L, step):
-        w = None if weights is None else weights[..., start : start + step]
-        sums.update(tokens[..., start : start + step, :], w)
-    out = sums.moments()
+    step = tokens.shape[-2] if chunk_size is None else chunk_size
+    out = _run_tilted_sums(tokens, a, weights, step, second=second).moments()
     check_result_finite(out.mean, "tokens", tokens)
     return out

@@ -270,9 +270,7 @@ def query_averaged_expansion(U, V, cov, kind="output", query_cov=None):
     terms = []  # (average of the A-term, average of the j-th B-term), or None when infinite
     for j in range(4):
         K = torch.eye(M.shape[0], dtype=M.dtype, device=M.device) - 2 * j * M
-        if (
-            float(torch.linalg.eigvalsh(K).min()) <= 1e-12
-        ):  # at or beyond the threshold (to rounding)
+        if float(torch.linalg.eigvalsh(K).min()) <= 1e-12:  # at or beyond the threshold (rounding)
             terms.append(None)
             continue
         qc = S @ torch.linalg.inv(K) @ S.mT

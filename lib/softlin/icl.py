@@ -34,6 +34,7 @@ from ._checks import (
     check_real,
     check_same_dtype_device,
     check_sigma,
+    validated_by,
 )
 from .attention import TiltedSums, linear_mean, tilted_mean
 
@@ -171,9 +172,8 @@ class PromptSampler:
         )
         torch.randn(self._normals.shape, generator=generator, out=self._normals)
         self._mix[:, d, :d] = self._tasks @ self._factor  # w^T factor: the label row
-        torch.bmm(
-            self._mix, self._normals, out=self._out
-        )  # (B, D, L + 1): columns (x, w^T x + noise)
+        # (B, D, L + 1): columns (x, w^T x + noise)
+        torch.bmm(self._mix, self._normals, out=self._out)
         if self.released:  # query input N(0, I), its label from it
             xq = self._normals[:, :d, L]
             self._out[:, :d, L] = xq
@@ -421,6 +421,13 @@ def risk_fluctuation_constant(A, b, Sigma, *, tau2=1.0):
 # infinite-prompt risk and its optimum
 
 
+def _check_risk(A, b, Sigma, *, tau2=1.0, noise_var=0.0):
+    _reduced_args(A, b, Sigma)
+    check_real("tau2", tau2, positive=True)
+    check_real("noise_var", noise_var, nonneg=True)
+
+
+@validated_by(_check_risk)
 def infinite_prompt_risk(A, b, Sigma, *, tau2=1.0, noise_var=0.0):
     """``R_inf(A, b) = 1/2 tau2 tr((b Sigma A - I) Sigma (b Sigma A - I)^T) + noise_var / 2`` (Section 5.3).
 
@@ -428,25 +435,18 @@ def infinite_prompt_risk(A, b, Sigma, *, tau2=1.0, noise_var=0.0):
     ``w ~ N(0, tau2 I)`` and target noise of variance ``noise_var`` (noise on the prompt labels does not
     change the limit). A (d, d), b scalar, Sigma (d, d); returns a scalar Tensor, differentiable.
     """
-    A, b, Sigma = _reduced_args(A, b, Sigma)
-    tau2 = check_real("tau2", tau2, positive=True)
-    noise_var = check_real("noise_var", noise_var, nonneg=True)
     M = b * Sigma @ A - torch.eye(A.shape[0], dtype=A.dtype, device=A.device)
     return 0.5 * tau2 * torch.trace(M @ Sigma @ M.T) + 0.5 * noise_var
 
 
+@validated_by(_check_risk)
 def infinite_prompt_risk_grad(A, b, Sigma, *, tau2=1.0):
     """Closed-form gradient of :func:`infinite_prompt_risk`; the gradient flow is minus it (Section 5.3).
 
     ``dR/dA = tau2 (b^2 Sigma^2 A Sigma - b Sigma^2)``, ``dR/db = tau2 (b tr(A^T Sigma^2 A Sigma) -
     tr(A^T Sigma^2))``. Returns (Tensor (d, d), scalar Tensor).
     """
-    A, b, Sigma = _reduced_args(A, b, Sigma)
-    tau2 = check_real("tau2", tau2, positive=True)
-    return _risk_grad(A, b, Sigma @ Sigma, Sigma, tau2)
-
-
-def _risk_grad(A, b, Sigma2, Sigma, tau2):
+    Sigma2 = Sigma @ Sigma
     S2A = Sigma2 @ A
     return (
         tau2 * (b * b * S2A @ Sigma - b * Sigma2),
@@ -539,11 +539,10 @@ def infinite_prompt_flow(
         )
     d = Sigma.shape[0]
     S = Sigma.detach().cpu().double()
-    S2 = S @ S
 
-    def rhs(_t, y):
+    def rhs(_t, y):  # the arguments are checked above: the formula alone
         y = torch.from_numpy(y)
-        gA, gb = _risk_grad(y[:-1].reshape(d, d), y[-1], S2, S, tau2)
+        gA, gb = infinite_prompt_risk_grad.kernel(y[:-1].reshape(d, d), y[-1], S, tau2=tau2)
         return -torch.cat([gA.reshape(-1), gb.reshape(1)]).numpy()
 
     y0 = torch.cat([A0.detach().cpu().double().reshape(-1), b0.detach().cpu().double().reshape(1)])
@@ -655,10 +654,9 @@ class FullAttention:
         """Predictions for prompts tokens (B, L, D), queries (B, 1, D): (B,), or (S, B) for S models."""
         tokens, queries = _check_prompts(tokens, queries, self.Q)
         U = (self.key_query() / math.sqrt(self.D)).reshape(-1, self.D, self.D)  # (S, D, D)
-        a = (queries[:, 0] @ U.mT).transpose(
-            0, 1
-        )  # (B, S, D): the tilt direction U z_q of each model
-        mean = tilted_mean(tokens, a) if self.kind == "softmax" else linear_mean(tokens, a)
+        # (B, S, D): the tilt direction U z_q of each model
+        a = (queries[:, 0] @ U.mT).transpose(0, 1)
+        mean = (tilted_mean if self.kind == "softmax" else linear_mean).kernel(tokens, a)
         pred = (mean * self.output_value().reshape(-1, self.D)).sum(-1).T  # (S, B): o^T V mean
         return pred if self.Q.dim() == 3 else pred[0]
 
@@ -775,7 +773,7 @@ def _check_prompts(tokens, queries, ref):
             f"tokens must have shape (B, L, {D}) with L >= 1 and queries (B, 1, {D}), got "
             f"{tuple(tokens.shape)} and {tuple(queries.shape)}"
         )
-    check_same_dtype_device({"tokens": tokens, "queries": queries, "weights": ref})
+    check_same_dtype_device({"tokens": tokens, "queries": queries, "the model's Q": ref})
     return tokens, queries
 
 
@@ -818,9 +816,8 @@ def sgd_step(models, prompts, lr, *, fused=True):
     for m in models:
         params = [p.detach().requires_grad_(True) for p in m.parameters()]
         loss = FullAttention(*params, kind=m.kind).loss(prompts)
-        grads = torch.autograd.grad(
-            loss.sum(), params
-        )  # the models are independent: sum their losses
+        # the models are independent: sum their losses
+        grads = torch.autograd.grad(loss.sum(), params)
         with torch.no_grad():
             for p, g in zip(m.parameters(), grads):
                 p.sub_(g, alpha=lr)

@@ -179,9 +179,8 @@ class GaussianMeasure(TokenMeasure):
         self.mean, self.cov, self.dim = mean, cov, D
         self.dtype, self.device = mean.dtype, mean.device
         evals, evecs = _range_eigh(cov)
-        self._factor = (
-            evecs * evals.sqrt()
-        )  # (D, D) with factor @ factor^T = cov (zero columns off range)
+        # (D, D) with factor @ factor^T = cov (zero columns off range)
+        self._factor = evecs * evals.sqrt()
 
     def sample(self, n, *, generator=None):
         _check_sample(n, generator)

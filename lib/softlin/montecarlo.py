@@ -20,6 +20,9 @@ from ._checks import as_tensor_arg, check_generator, check_measure, check_positi
 __all__ = [
     "MonteCarloEstimate",
     "PowerLawFit",
+    "check_above",
+    "check_below",
+    "check_close",
     "fit_power_law",
     "mean_and_stderr",
     "paired_difference",
@@ -176,3 +179,66 @@ def fit_power_law(L_values, values, stderr=None) -> PowerLawFit:
         chi2_dof = chi2 / dof
         var = np.linalg.inv(A)[1, 1] * max(1.0, chi2_dof)
     return PowerLawFit(float(coef[1]), float(math.sqrt(var)), float(math.exp(coef[0])), chi2_dof)
+
+
+# --------------------------------------------------------------------------------------------------
+# Checks that say what failed: each prints a one-line verdict and raises AssertionError with the
+# numbers and the claim when it fails. ``value``, ``ref``, ``bound`` and ``se`` may be arrays (every
+# entry must pass; the verdict quotes the worst one). ``z`` is how many standard errors the claim
+# allows; a page says why (the number of checks, the false-alarm rate it accepts).
+
+
+def _worst(margin, *arrays):
+    """The entries of ``arrays`` at the smallest ``margin`` (all broadcast together), as floats."""
+    margin = np.asarray(margin, dtype=np.float64)
+    arrays = np.broadcast_arrays(margin, *(np.asarray(a, dtype=np.float64) for a in arrays))
+    k = np.unravel_index(int(np.argmin(margin)) if margin.size else 0, arrays[0].shape)
+    return [float(a[k]) for a in arrays], margin.size
+
+
+def _verdict(passed, what, text, n):
+    where = f" (worst of {n})" if n > 1 else ""
+    line = f"{what} {text}{where}"
+    if not passed:
+        raise AssertionError(f"check failed: {line}")
+    print(line)
+
+
+def _numpy(x):
+    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else x
+
+
+def check_close(value, ref, se=0.0, *, z=0.0, slack=0.0, what="value"):
+    """Claim ``|value - ref| <= z se + slack`` (a known bias or rounding bound in ``slack``)."""
+    value, ref, se = (np.asarray(_numpy(x), dtype=np.float64) for x in (value, ref, se))
+    allowed = z * se + slack
+    (_, v, r, s, a), n = _worst(allowed - np.abs(value - ref), value, ref, se, allowed)
+    passed = bool(np.all(np.abs(value - ref) <= allowed))
+    if z:
+        tail = f" + {slack:.2g}" if slack else ""
+        text = (
+            f"{v:.4g} ± {s:.2g}: {'within' if passed else 'NOT within'} {z:g} SE{tail} of {r:.4g}"
+        )
+    else:
+        text = f"{v:.6g} {'within' if passed else 'NOT within'} {a:.2g} of {r:.6g}"
+    _verdict(passed, what, text, n)
+
+
+def check_below(value, bound, *, se=0.0, z=0.0, what="value"):
+    """Claim ``value + z se < bound``: below ``bound`` by at least ``z`` standard errors."""
+    value, bound, se = (np.asarray(_numpy(x), dtype=np.float64) for x in (value, bound, se))
+    (_, v, b, s), n = _worst(bound - (value + z * se), value, bound, se)
+    passed = bool(np.all(value + z * se < bound))
+    word = "below" if passed else "NOT below"
+    text = f"{v:.4g} ± {s:.2g}: {z:g} SE {word} {b:.4g}" if z else f"{v:.4g} {word} {b:.4g}"
+    _verdict(passed, what, text, n)
+
+
+def check_above(value, bound, *, se=0.0, z=0.0, what="value"):
+    """Claim ``value - z se > bound``: above ``bound`` by at least ``z`` standard errors."""
+    value, bound, se = (np.asarray(_numpy(x), dtype=np.float64) for x in (value, bound, se))
+    (_, v, b, s), n = _worst((value - z * se) - bound, value, bound, se)
+    passed = bool(np.all(value - z * se > bound))
+    word = "above" if passed else "NOT above"
+    text = f"{v:.4g} ± {s:.2g}: {z:g} SE {word} {b:.4g}" if z else f"{v:.4g} {word} {b:.4g}"
+    _verdict(passed, what, text, n)

@@ -20,6 +20,7 @@ from ._checks import (
     check_positive_int,
     check_same_dtype_device,
     check_sigma,
+    validated_by,
 )
 from .attention import linear_mean, tilted_mean
 from .measures import GaussianMeasure
@@ -53,6 +54,28 @@ def _inputs(Sigma, L, n_prompts, generator, dtype, max_tokens):
         yield z[:, :L], z[:, L]
 
 
+def _check_inputs(x, x_query, Sigma, kind, *, min_prompts=1):
+    """Prompts' inputs x (n, L, d), n >= min_prompts, and queries x_query (n, d) for a checked Sigma
+    (d, d); x is scanned for NaN/inf only when a whole sample is kept (min_prompts > 1)."""
+    check_choice("kind", kind, KINDS)
+    d = Sigma.shape[0]
+    x = as_tensor_arg("x", x, finite=min_prompts > 1)
+    x_query = as_tensor_arg("x_query", x_query)
+    if x.dim() != 3 or x.shape[-1] != d or x.shape[0] < min_prompts:
+        raise ValueError(
+            f"x must have shape (n, L, {d}) with n >= {min_prompts}, got {tuple(x.shape)}"
+        )
+    check_matrix("x_query", x_query, x.shape[0], d)
+    check_same_dtype_device({"x": x, "x_query": x_query, "Sigma": Sigma})
+
+
+def _check_gap_terms(A, x, x_query, Sigma, *, kind="softmax"):
+    Sigma = check_sigma(Sigma)
+    check_same_dtype_device({"A": _check_A(A, Sigma.shape[0]), "Sigma": Sigma})
+    _check_inputs(x, x_query, Sigma, kind)
+
+
+@validated_by(_check_gap_terms)
 def gap_terms(A, x, x_query, Sigma, *, kind="softmax"):
     """Per-prompt terms ``(u, v)`` of the risk gap: ``c_L - c_inf = b^2 u - b v`` (module docstring).
 
@@ -64,18 +87,9 @@ def gap_terms(A, x, x_query, Sigma, *, kind="softmax"):
     ``(u, v)``, Tensors (n,), or (n, K) for batched ``A``. TypeError or ValueError on non-tensors,
     mismatched shapes, dtypes or devices, a bad ``Sigma`` or ``kind``.
     """
-    check_choice("kind", kind, KINDS)
-    Sigma = check_sigma(Sigma)
-    d = Sigma.shape[0]
-    As = _check_A(A, d)
-    x, x_query = as_tensor_arg("x", x, finite=False), as_tensor_arg("x_query", x_query)
-    if x.dim() != 3 or x.shape[-1] != d:
-        raise ValueError(f"x must have shape (n, L, {d}), got {tuple(x.shape)}")
-    check_matrix("x_query", x_query, x.shape[0], d)
-    check_same_dtype_device({"x": x, "x_query": x_query, "A": As, "Sigma": Sigma})
-    As = As if As.dim() == 3 else As[None]
+    As = A if A.dim() == 3 else A[None]
     a = torch.einsum("kij,nj->nki", As, x_query)  # (n, K, d): tilt directions A_k x_q
-    m = (tilted_mean if kind == "softmax" else linear_mean)(x, a)  # (n, K, d)
+    m = (tilted_mean if kind == "softmax" else linear_mean).kernel(x, a)  # (n, K, d)
     lim = a @ Sigma  # (n, K, d): the infinite-prompt mean Sigma A_k x_q (Sigma symmetric)
     u = 0.5 * ((m * m).sum(-1) - (lim * lim).sum(-1))
     v = ((m - lim) * x_query[:, None, :]).sum(-1)
@@ -100,13 +114,14 @@ def risk_gap(A, b, Sigma, L, *, n_prompts, generator, kind="softmax", dtype=None
     check_positive_int("L", L)
     check_positive_int("n_prompts", n_prompts, minimum=2)
     check_generator(generator, required=True)
+    check_choice("kind", kind, KINDS)
     dtype = Sigma.dtype if dtype is None else dtype
     As, bs = (t.detach().to(dtype=dtype, device=Sigma.device) for t in (As, b))
     K = As.shape[0] if As.dim() == 3 else 1
     parts = []
     with torch.no_grad():
         for x, xq in _inputs(Sigma, L, n_prompts, generator, dtype, SCORES_PER_BATCH // K):
-            u, v = gap_terms(As, x, xq, Sigma.to(dtype), kind=kind)
+            u, v = gap_terms.kernel(As, x, xq, Sigma.to(dtype), kind=kind)
             parts.append((bs * bs * u - bs * v).double().cpu())
     return mean_and_stderr(torch.cat(parts))
 
@@ -117,19 +132,23 @@ class EmpiricalRisk:
     ``gap = mean_i (b^2 u_i - b v_i)`` (:func:`gap_terms`) on ``x`` (n, L, d), ``x_query`` (n, d) (n >= 2;
     they set the dtype) or on prompts from :meth:`draw`. Its gradient flow (:meth:`flow`, gradients by
     autograd through the attention engine) is full-batch training in continuous time, ``theta_L(t)``.
+    The methods at a point ``(A (d, d), b scalar)`` check it; the flow checks its start once and its
+    right-hand side (:meth:`velocity` unchecked, ``_velocity``) checks nothing.
     """
 
     def __init__(self, Sigma, x, x_query, *, kind="softmax"):
-        self.Sigma64 = check_sigma(Sigma).detach().double().cpu()
-        x = as_tensor_arg("x", x)
-        if x.dim() != 3 or x.shape[0] < 2:
-            raise ValueError(f"x must have shape (n, L, d) with n >= 2, got {tuple(x.shape)}")
-        self.Sigma = Sigma.detach().to(dtype=x.dtype, device=x.device)
+        Sigma = check_sigma(Sigma)
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+        Sigma_x = Sigma.detach().to(dtype=x.dtype, device=x.device)  # the prompts set the dtype
+        _check_inputs(x, x_query, Sigma_x, kind, min_prompts=2)
+        self._start(Sigma, Sigma_x, x, x_query, kind)
+
+    def _start(self, Sigma, Sigma_x, x, x_query, kind):
+        self.Sigma64, self.Sigma = Sigma.detach().double().cpu(), Sigma_x
         self.x, self.x_query, self.kind, self.L = x, x_query, kind, x.shape[1]
-        gap_terms(
-            torch.zeros_like(self.Sigma), x, x_query, self.Sigma, kind=kind
-        )  # validates the rest
         self.last_nfev = 0  # velocity evaluations of the last call to flow()
+        return self
 
     @classmethod
     def draw(cls, Sigma, L, n_prompts, *, generator, kind="softmax", dtype=None):
@@ -138,35 +157,47 @@ class EmpiricalRisk:
         check_positive_int("L", L)
         check_positive_int("n_prompts", n_prompts, minimum=2)
         check_generator(generator, required=True)
+        check_choice("kind", kind, KINDS)
         dtype = Sigma.dtype if dtype is None else dtype
         x, x_query = next(_inputs(Sigma, L, n_prompts, generator, dtype, n_prompts * (L + 1)))
-        return cls(Sigma, x, x_query, kind=kind)
+        return cls.__new__(cls)._start(Sigma, Sigma.detach().to(dtype), x, x_query, kind)
 
+    def _check_point(self, A, b):
+        icl._reduced_args(A, b, d=self.Sigma.shape[0])
+
+    @validated_by(_check_point)
     def gap(self, A, b):
         """The sample risk gap at ``(A (d, d), b scalar)``: a scalar Tensor, differentiable."""
-        u, v = gap_terms(A, self.x, self.x_query, self.Sigma, kind=self.kind)
+        u, v = gap_terms.kernel(A, self.x, self.x_query, self.Sigma, kind=self.kind)
         return (b * b * u - b * v).mean()
 
+    @validated_by(_check_point)
     def value(self, A, b):
         """``R_hat_L(A, b) = R_inf(A, b) + gap(A, b)`` (float)."""
         A, b = (t.detach().double().cpu() for t in (A, b))
         with torch.no_grad():
-            gap = float(self.gap(A.to(self.x.dtype), b.to(self.x.dtype)))
-        return float(icl.infinite_prompt_risk(A, b, self.Sigma64)) + gap
+            gap = float(self._gap(A.to(self.x.dtype), b.to(self.x.dtype)))
+        return float(icl.infinite_prompt_risk.kernel(A, b, self.Sigma64)) + gap
 
+    @validated_by(_check_point)
     def gap_gradient(self, A, b):
         """Gradient of :meth:`gap` at ``(A, b)`` by autograd: ``(dA (d, d), db scalar)``, float64."""
         A, b = (t.detach().to(self.x.dtype).requires_grad_(True) for t in (A, b))
-        return tuple(g.double().cpu() for g in torch.autograd.grad(self.gap(A, b), (A, b)))
+        return tuple(g.double().cpu() for g in torch.autograd.grad(self._gap(A, b), (A, b)))
 
+    @validated_by(_check_point)
     def velocity(self, A, b):
         """The flow's right-hand side ``-grad R_hat_L = -grad R_inf - grad gap`` at ``(A, b)`` (float64)."""
         A, b = (t.detach().double().cpu() for t in (A, b))
-        inf_A, inf_b = icl.infinite_prompt_risk_grad(
-            A, b, self.Sigma64
-        )  # the infinite-prompt force
-        gap_A, gap_b = self.gap_gradient(A, b)  # the extra force of finite prompts
+        # the infinite-prompt force, then the extra force of finite prompts
+        inf_A, inf_b = icl.infinite_prompt_risk_grad.kernel(A, b, self.Sigma64)
+        gap_A, gap_b = self._gap_gradient(A, b)
         return -(inf_A + gap_A), -(inf_b + gap_b)
+
+    # the same formulas without the check of the point, for the flow
+    _gap, _value, _gap_gradient, _velocity = (
+        f.kernel for f in (gap, value, gap_gradient, velocity)
+    )
 
     def flow(self, A0, b0, t_eval, *, rtol=1e-6, atol=1e-8, method="RK45"):
         """Gradient flow ``d theta / dt = velocity(theta)`` from ``(A0, b0)`` by ``solve_ivp``.
@@ -182,10 +213,12 @@ class EmpiricalRisk:
             raise ValueError(
                 f"t_eval must be a non-empty increasing 1-D array of times >= 0, got {t_eval!r}"
             )
-        self.value(_check_A(A0, d), as_tensor_arg("b0", b0))  # validates the start
+        self._check_point(A0, b0)
+        # a start where the risk cannot be evaluated fails here, not in the solver
+        self._value(A0, b0)
 
         def rhs(_t, y):
-            vA, vb = self.velocity(torch.from_numpy(y[:-1]).reshape(d, d), torch.tensor(y[-1]))
+            vA, vb = self._velocity(torch.from_numpy(y[:-1]).reshape(d, d), torch.tensor(y[-1]))
             return np.append(vA.reshape(-1).numpy(), float(vb))
 
         y0 = np.append(A0.detach().double().cpu().reshape(-1).numpy(), float(b0))
@@ -194,11 +227,9 @@ class EmpiricalRisk:
         )
         if not sol.success:
             raise RuntimeError(f"solve_ivp failed: {sol.message}")
-        A, b = (
-            torch.from_numpy(sol.y[:-1].T.copy()).reshape(-1, d, d),
-            torch.from_numpy(sol.y[-1].copy()),
-        )
-        risk = torch.tensor([self.value(a, bb) for a, bb in zip(A, b)], dtype=torch.float64)
+        A = torch.from_numpy(sol.y[:-1].T.copy()).reshape(-1, d, d)
+        b = torch.from_numpy(sol.y[-1].copy())
+        risk = torch.tensor([self._value(a, bb) for a, bb in zip(A, b)], dtype=torch.float64)
         self.last_nfev = int(sol.nfev)
         return icl.Trajectory(t=torch.from_numpy(sol.t.copy()), A=A, b=b, risk=risk)
 
