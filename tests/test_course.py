@@ -10,7 +10,7 @@ checked on the MyST sources.
   ``exercise-check`` calls it on ``answer``, and the folded solution ends with a ``python`` block assigning
   ``answer`` (tests/test_exercises.py runs each check on that solution and on a wrong answer).
 * Every figure cell has a caption, a label (``fig-...``) and alt text that describes the figure, and
-  figures use the book's colour-blind-safe style (``softlin.plotting.use_book_style``), with no rainbow
+  figures use the book's colour-blind-safe style (``softlin.book.plotting.use_book_style``), with no rainbow
   colour map.
 * The instructor page covers the plan, GPU needs and how to hand out the notebooks.
 
@@ -237,13 +237,13 @@ def test_figures_use_the_book_style(md):
     code = "\n".join(c.source for c in jupytext.read(md).cells if c.cell_type == "code")
     if any(True for _ in figure_cells(md)):
         assert "use_book_style()" in code, (
-            f"{md.name}: call softlin.plotting.use_book_style() before plotting"
+            f"{md.name}: call softlin.book.plotting.use_book_style() before plotting"
         )
     assert not RAINBOW.search(code), (
         f"{md.name}: rainbow colour maps are not colour-blind safe: {RAINBOW.search(code)[0]}"
     )
     assert "plt.style.use" not in code, (
-        f"{md.name}: use softlin.plotting.use_book_style(), not another style"
+        f"{md.name}: use softlin.book.plotting.use_book_style(), not another style"
     )
 
 

@@ -5,7 +5,7 @@
   extensions it loads on demand.
 
 No widget manager is vendored: no page holds ipywidgets state (the explorers are precomputed pictures,
-``softlin.widgets``), so the site loads no widget JavaScript (``nb_ipywidgets_js: {}``).
+``softlin.book.widgets``), so the site loads no widget JavaScript (``nb_ipywidgets_js: {}``).
 
 The packages come from the npm registry with ``npm pack`` (exact versions); each tarball's SHA-256 is
 checked against the pin below before anything is extracted. Tarballs are cached in

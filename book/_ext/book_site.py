@@ -5,7 +5,7 @@
    ``repository.branch``, ``repository.path_to_book``, ``launch_buttons.colab_url``), like the theme's
    launch button. The badge is inline SVG with a text label: no image download, the same offline.
 2. The precomputed explorers move on the static page: ``static/softlin-explorer.js`` swaps the pictures
-   that ``softlin.widgets.explorer`` drew when the chapter was executed (the kernels get
+   that ``softlin.book.widgets.explorer`` drew when the chapter was executed (the kernels get
    ``SOFTLIN_STATIC_EXPLORERS=1``, also when Sphinx executes a notebook itself, ``jupyter-book build .``).
 3. ``static/book_site.css``: a wider column, the explorers' controls, dark-mode backgrounds for figures,
    and the print style of the handouts (``tools/handouts.py``).
