@@ -16,7 +16,7 @@ import os
 
 import matplotlib.pyplot as plt
 
-__all__ = ["answer_check", "explorer", "show_source", "small_multiples"]
+__all__ = ["answer_check", "explorer", "make_check", "show_source", "small_multiples"]
 
 #: Set (to anything but "" or "0") in a kernel's environment, it makes :func:`explorer` precompute its
 #: pictures for the static site; "check" validates the controls and draws the default picture only.
@@ -208,7 +208,54 @@ def show_source(obj, *, docstring: bool = False) -> str:
     return src
 
 
-def answer_check(expected, *, rtol: float = 1e-6, atol: float = 0.0, inputs=None, hint: str = ""):
+def answer_check(
+    expected, *args, rtol: float = 1e-6, atol: float = 0.0, inputs=None, hint: str = "", **objects
+):
+    """The self-check of an exercise, in one of two forms.
+
+    ``answer_check(label, answer, **objects)`` (the chapters): checks ``answer`` against the key that
+    :mod:`softlin.book.exercises` registers for the exercise ``label`` (e.g. ``"ex-ch1-one-token"``),
+    computed from the chapter objects passed by keyword (the example's tensors, a chapter's own function);
+    prints the verdict and returns it. No notebook cell holds the key, so a student copy gives nothing
+    away. Raises KeyError for an unknown label and TypeError when the objects the key needs are not
+    exactly those given.
+
+    ``answer_check(expected, rtol=..., inputs=..., hint=...)`` (a chapter's draft, tests) returns the
+    ``check`` of a key given as a callable, as described in :func:`make_check`.
+    """
+    if isinstance(expected, str):
+        import functools
+
+        from .exercises import key_of
+
+        key = key_of(expected)
+        if len(args) != 1:
+            raise TypeError(
+                f"answer_check({expected!r}, answer, ...) takes one answer, got {len(args)} "
+                "positional arguments after the label"
+            )
+        if set(objects) != set(key.objects):
+            raise TypeError(
+                f"the key of {expected!r} is computed from {sorted(key.objects) or 'nothing'} "
+                f"(keyword arguments), got {sorted(objects) or 'nothing'}"
+            )
+        check = make_check(
+            functools.partial(key.compute, **objects),
+            rtol=key.rtol,
+            atol=key.atol,
+            inputs=key.inputs,
+            hint=key.hint,
+        )
+        return check(args[0])
+    if args or objects:
+        raise TypeError(
+            "answer_check(expected) with a callable key takes only rtol, atol, inputs and hint; "
+            "to check an answer by label, pass the label (a str) first"
+        )
+    return make_check(expected, rtol=rtol, atol=atol, inputs=inputs, hint=hint)
+
+
+def make_check(expected, *, rtol: float = 1e-6, atol: float = 0.0, inputs=None, hint: str = ""):
     """A self-check for an exercise: returns ``check(answer)``, which says whether ``answer`` is right.
 
     The answer key comes from softlin's closed forms or a simulation, never a pasted number: ``expected`` is
@@ -274,7 +321,10 @@ def answer_check(expected, *, rtol: float = 1e-6, atol: float = 0.0, inputs=None
 
     def check(answer) -> _Verdict:
         if answer is None:
-            print("No answer yet: replace None by your answer and run the cell again.")
+            print(
+                "No answer yet: replace None by your answer, then run this cell in Colab or Jupyter "
+                "to check your answer."
+            )
             return _Verdict(False)
         result = verdict(answer)
         ok = not isinstance(result, str)
