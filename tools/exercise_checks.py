@@ -1,8 +1,9 @@
 """Try every exercise self-check of a chapter on its own folded solution and on a wrong answer.
 
-The convention (README, "Writing or editing a chapter", item 4): right after an ``{exercise}`` block, a key
-cell tagged ``remove-cell`` defines ``check_<label> = answer_check(...)`` (the label with ``-`` replaced by
-``_``), then a visible cell tagged ``exercise-check`` runs ``answer = None`` and ``check_<label>(answer)``;
+The convention (README, "Writing or editing a chapter", item 4): right after an ``{exercise}`` block, a
+visible cell tagged ``exercise-check`` runs ``answer = None`` and ``answer_check("<label>", answer, ...)``,
+whose key ``softlin.book.exercises`` registers (a draft may instead define ``check_<label> =
+answer_check(...)`` in a key cell tagged ``remove-cell`` and call ``check_<label>(answer)``);
 the folded ``{solution} <label>`` holds a fenced ``python`` block that ends by assigning ``answer = ...``.
 
 :func:`inject` puts one hidden cell (tagged ``remove-cell`` and ``exercise-harness``) after each
@@ -172,10 +173,9 @@ def inject(nb) -> int:
         found = registry_call(cell.source)
         label = found[0] if found else label_of(name, sols) if name else None
         if found and label in sols and sols[label].strip():
-            name = f"(lambda answer: {found[1]})"  # the check call, with the answer as its argument
-            setup = (
+            setup = (  # the check call, as a function of the answer
                 "from softlin.book.exercises import key_of as _softlin_key_of\n"
-                f"_softlin_check = {name}\n"
+                f"_softlin_check = lambda answer: {found[1]}\n"
                 f"_softlin_check.inputs = _softlin_key_of({label!r}).inputs\n"
             )
             code = (
