@@ -14,7 +14,11 @@
       title.querySelectorAll("a").forEach(function (a) {
         a.addEventListener("click", function (event) {
           if (a.classList.contains("headerlink")) return;
-          event.preventDefault();  // the toggle handler of the title bar opens the solution
+          // Not a jump back to the exercise: the title bar's own toggle handler opens the solution
+          // (it reads the clicked element, so the click is handed to the title itself).
+          event.preventDefault();
+          event.stopPropagation();
+          title.click();
         });
       });
     });
