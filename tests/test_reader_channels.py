@@ -64,7 +64,7 @@ MEASURE_JS = (
     arxiv: [...document.querySelectorAll('a[href]')].filter(a => a.href.startsWith('%s')).length,
     icon_font: icon ? getComputedStyle(icon, '::before').fontFamily : null,
     text: document.querySelector('main').innerText,
-    footer: (document.querySelector('footer, .bd-footer-content') || {innerText: ''}).innerText,
+    footer: [...document.querySelectorAll('footer, .bd-footer-content')].map(e => e.innerText).join(' '),
   };
 }"""
     % ARXIV
