@@ -219,6 +219,7 @@ def test_student_notebook_runs_in_a_fresh_colab_like_environment(
 ):
     import nbformat
     import papermill
+    import exercise_checks
     from student_notebooks import student_copy
 
     paired = md.with_suffix(".ipynb")
@@ -230,8 +231,13 @@ def test_student_notebook_runs_in_a_fresh_colab_like_environment(
         for c in nbformat.read(paired, as_version=4).cells
         if c.cell_type == "code"
     ], f"{md.stem}: the student copy changed the code cells"
+    # Each check is also tried on its folded solution and on a wrong answer (tools/exercise_checks.py):
+    # the harness cells, hidden, carry the solution code; the copy is then stripped as a student's is.
+    tried = nbformat.read(paired, as_version=4)
+    n_checks = exercise_checks.inject(tried)
+    tried, _ = student_copy(tried)
     ipynb = tmp_path / paired.name
-    nbformat.write(student, ipynb)
+    nbformat.write(tried, ipynb)
     if "softlin" in freeze():
         run([venv_python(), "-m", "pip", "uninstall", "-y", "-q", "softlin"])
     assert not importable("softlin"), "softlin must not be importable before the setup cell runs"
@@ -284,6 +290,23 @@ def test_student_notebook_runs_in_a_fresh_colab_like_environment(
             assert "No answer yet" in text, (
                 f"{ipynb.name}: a check cell did not run its check: {text[:300]!r}"
             )
+
+    records = exercise_checks.collect(ran)
+    assert len(records) == n_checks, (md.stem, records)
+    for r in records:
+        assert "error" not in r, f"{md.stem}: {r}"
+        assert r["accepted"] and r["accepted_message"].startswith("Correct"), (md.stem, r)
+        assert r["rejected"] and not r["revealed"], (md.stem, r)
+    if md.stem == "05_icl_linear_regression":  # the paper-scale results ship with softlin
+        text = "".join(
+            o.get("text", "")
+            for c in ran.cells
+            if c.cell_type == "code"
+            for o in c.get("outputs", [])
+        )
+        assert "results file is not available here" not in text, (
+            "chapter 5's paper-scale section was skipped: softlin did not ship paper_experiment.json"
+        )
 
     after = freeze()
     assert "softlin" in after, f"{ipynb.name}: the setup cell did not install softlin"

@@ -5,12 +5,12 @@ checked on the MyST sources.
   takes (reading, default-mode CPU run, Colab), and closes with a ``## Summary`` (its last section).
 * Its exercises are sphinx-exercise ``{exercise}`` blocks, each with a labelled ``{solution}`` folded in a
   dropdown. Each exercise checks itself or is marked conceptual (``:class: conceptual``, for an
-  explain/predict exercise): after the block, a key cell tagged ``remove-cell`` defines
-  ``check_<label> = answer_check(...)`` (``-`` in the label becomes ``_``), then a cell tagged
-  ``exercise-check`` calls it on ``answer``, and the folded solution ends with a ``python`` block assigning
+  explain/predict exercise): after the block, a cell tagged ``exercise-check`` calls
+  ``answer_check("<label>", answer, ...)``, whose key ``softlin.book.exercises`` registers (a draft may
+  instead define ``check_<label> = answer_check(...)`` in a key cell tagged ``remove-cell``), and the folded solution ends with a ``python`` block assigning
   ``answer`` (tests/test_exercises.py runs each check on that solution and on a wrong answer).
 * Every figure cell has a caption, a label (``fig-...``) and alt text that describes the figure, and
-  figures use the book's colour-blind-safe style (``softlin.plotting.use_book_style``), with no rainbow
+  figures use the book's colour-blind-safe style (``softlin.book.plotting.use_book_style``), with no rainbow
   colour map.
 * The instructor page covers the plan, GPU needs and how to hand out the notebooks.
 
@@ -25,7 +25,8 @@ from pathlib import Path
 import jupytext
 import pytest
 from build_book import notebook_chapters
-from exercise_checks import SOLUTION
+from exercise_checks import SOLUTION, registry_call
+from softlin.book.exercises import KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
 # Chapters are the numbered notebooks; appendix notebooks (e.g. book/performance.md) are not courses.
@@ -136,24 +137,48 @@ def exercise_problems(md: Path) -> list[str]:
         if conceptual:
             continue
         name = "check_" + label.replace("-", "_")
-        key = next(
-            (
-                j
-                for j, c in enumerate(cells)
-                if c.cell_type == "code"
-                and re.search(rf"^(def {name}\(|{name}\s*=)", c.source, re.MULTILINE)
-            ),
-            None,
-        )
-        check = next(
+        registered = next(
             (
                 j
                 for j, c in enumerate(cells)
                 if c.cell_type == "code"
                 and "exercise-check" in c.metadata.get("tags", [])
-                and re.search(rf"\b{name}\(\s*answer\s*\)", c.source)
+                and (registry_call(c.source) or ("",))[0] == label
             ),
             None,
+        )
+        if registered is not None:  # the key is computed by softlin.book.exercises: no key cell
+            if label not in KEYS:
+                problems.append(f"{label}: softlin.book.exercises.KEYS has no key for it")
+            key = check = registered
+        else:
+            key = check = None
+        key = (
+            key
+            if registered is not None
+            else next(
+                (
+                    j
+                    for j, c in enumerate(cells)
+                    if c.cell_type == "code"
+                    and re.search(rf"^(def {name}\(|{name}\s*=)", c.source, re.MULTILINE)
+                ),
+                None,
+            )
+        )
+        check = (
+            check
+            if registered is not None
+            else next(
+                (
+                    j
+                    for j, c in enumerate(cells)
+                    if c.cell_type == "code"
+                    and "exercise-check" in c.metadata.get("tags", [])
+                    and re.search(rf"\b{name}\(\s*answer\s*\)", c.source)
+                ),
+                None,
+            )
         )
         solution = next(
             (
@@ -170,9 +195,9 @@ def exercise_problems(md: Path) -> list[str]:
                 "(or mark it `:class: conceptual`)"
             )
             continue
-        if "remove-cell" not in cells[key].metadata.get("tags", []):
+        if registered is None and "remove-cell" not in cells[key].metadata.get("tags", []):
             problems.append(f"{label}: the key cell of {name} must be tagged remove-cell")
-        if not (i < key < check and (solution is None or check < solution)):
+        if not (i < key <= check and (solution is None or check < solution)):
             problems.append(
                 f"{label}: the key and check cells must follow the exercise, before its solution"
             )
@@ -237,13 +262,13 @@ def test_figures_use_the_book_style(md):
     code = "\n".join(c.source for c in jupytext.read(md).cells if c.cell_type == "code")
     if any(True for _ in figure_cells(md)):
         assert "use_book_style()" in code, (
-            f"{md.name}: call softlin.plotting.use_book_style() before plotting"
+            f"{md.name}: call softlin.book.plotting.use_book_style() before plotting"
         )
     assert not RAINBOW.search(code), (
         f"{md.name}: rainbow colour maps are not colour-blind safe: {RAINBOW.search(code)[0]}"
     )
     assert "plt.style.use" not in code, (
-        f"{md.name}: use softlin.plotting.use_book_style(), not another style"
+        f"{md.name}: use softlin.book.plotting.use_book_style(), not another style"
     )
 
 

@@ -12,7 +12,7 @@ network cut off, and checked for what a reader would see:
 * no error text: no traceback or ``...Error:`` line in a cell output, no stderr output, no Sphinx
   system message, no JavaScript exception, no failed or external (CDN) request;
 * no frozen ipywidgets control is left: no widget view or saved widget state, no widget manager loaded;
-  every explorer is a precomputed one (``softlin.widgets.explorer``), and moving each of its controls
+  every explorer is a precomputed one (``softlin.book.widgets.explorer``), and moving each of its controls
   changes the picture (decoded and compared pixel by pixel), and moving back shows the default picture
   again; each page's explorers add at most 3 MB;
 * the API page documents every public name of the modules it lists, with its docstring;
@@ -510,7 +510,7 @@ def test_no_frozen_widget_is_left(site, page):
     f = facts_of(site, page)
     assert f["widget_views"] == 0 and f["widget_elements"] == 0 and not f["widget_state"], (
         f"{page}: ipywidgets are left on the page ({f['widget_views']} views, {f['widget_elements']} elements); "
-        "use softlin.widgets.explorer, which the build precomputes"
+        "use softlin.book.widgets.explorer, which the build precomputes"
     )
     assert not f["widget_text"], f"{page}: a widget placeholder or widget error message is visible"
     assert not f["widget_requests"], f"{page}: loads the ipywidgets manager: {f['widget_requests']}"
@@ -571,9 +571,9 @@ def test_the_api_page_documents_every_public_name(site):
         "softlin.attention",
         "softlin.measures",
         "softlin.montecarlo",
-        "softlin.modes",
-        "softlin.plotting",
-        "softlin.widgets",
+        "softlin.book.modes",
+        "softlin.book.plotting",
+        "softlin.book.widgets",
     } <= set(listed)
     missing, empty = [], []
     for name in listed:

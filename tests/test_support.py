@@ -7,7 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pytest
-from softlin import modes, plotting, widgets
+from softlin.book import modes, plotting, widgets
 
 
 def test_book_style_pairs_each_colour_with_a_marker_and_a_line_style():

@@ -1,4 +1,4 @@
-"""softlin.widgets: the precomputed (static) explorer and the exercise self-checks.
+"""softlin.book.widgets: the precomputed (static) explorer and the exercise self-checks.
 
 The browser side of the static explorer (the controls really move the picture) is checked in
 tests/test_explorer_page.py on a small page of its own, and on every chapter in tests/test_site.py.
@@ -10,6 +10,7 @@ import base64
 import io
 import json
 import re
+from pathlib import Path
 
 import matplotlib
 
@@ -28,12 +29,13 @@ from ipywidgets import (
     fixed,
 )
 from PIL import Image
-from softlin import widgets
+from softlin.book import widgets
 
 
 @pytest.fixture
 def static(monkeypatch):
     monkeypatch.setenv(widgets.STATIC_ENV, "1")
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
 
 
 def parse(html_obj) -> tuple[str, dict]:
@@ -215,6 +217,7 @@ def test_a_control_with_one_value_is_not_shown(static):
 
 def test_in_check_mode_the_explorer_validates_and_draws_the_default_only(monkeypatch):
     monkeypatch.setenv(widgets.STATIC_ENV, "check")
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
     calls = []
     out = widgets.explorer(
         lambda ax, L: calls.append(L), L=SelectionSlider(options=[1, 2, 3], value=2)

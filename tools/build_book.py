@@ -7,7 +7,7 @@
 2. Execute every notebook chapter of ``_toc.yml`` with papermill, injecting ``mode`` and ``device`` into the
    cell tagged ``parameters``; the injected cell is tagged ``remove-cell``. The executed ``.ipynb`` replaces
    the staged ``.md``. The kernels get ``SOFTLIN_STATIC_EXPLORERS=1``, so that every explorer draws all
-   its pictures for the static page (``softlin.widgets.explorer``). Each cell may run for at most
+   its pictures for the static page (``softlin.book.widgets.explorer``). Each cell may run for at most
    ``CELL_TIMEOUT[mode]`` seconds: a hung cell fails the build with the chapter, the cell and its first line.
    With ``--exercise-checks`` every exercise self-check is also tried on its folded solution and on a
    wrong answer (``tools/exercise_checks.py``; hidden cells, read by ``tests/test_exercises.py``).
@@ -155,6 +155,14 @@ def strip_unused_widget_state(nb) -> None:
         nb.metadata.pop("widgets", None)
 
 
+def use_static_explorer() -> None:
+    """Put ``book/_ext`` (the explorers' static-frame builder) on the ``PYTHONPATH`` kernels inherit."""
+    ext = str(ROOT / "book" / "_ext")
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if ext not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([ext, *filter(None, paths)])
+
+
 def execute_one(
     md_path: str,
     out_path: str,
@@ -169,6 +177,7 @@ def execute_one(
     os.environ.setdefault("OMP_NUM_THREADS", str(threads))
     os.environ.setdefault("MKL_NUM_THREADS", str(threads))
     os.environ.setdefault("SOFTLIN_STATIC_EXPLORERS", "1")  # the kernel inherits it
+    use_static_explorer()
     import jupytext
     import nbformat
     import papermill

@@ -1,8 +1,9 @@
 """Try every exercise self-check of a chapter on its own folded solution and on a wrong answer.
 
-The convention (README, "Writing or editing a chapter", item 4): right after an ``{exercise}`` block, a key
-cell tagged ``remove-cell`` defines ``check_<label> = answer_check(...)`` (the label with ``-`` replaced by
-``_``), then a visible cell tagged ``exercise-check`` runs ``answer = None`` and ``check_<label>(answer)``;
+The convention (README, "Writing or editing a chapter", item 4): right after an ``{exercise}`` block, a
+visible cell tagged ``exercise-check`` runs ``answer = None`` and ``answer_check("<label>", answer, ...)``,
+whose key ``softlin.book.exercises`` registers (a draft may instead define ``check_<label> =
+answer_check(...)`` in a key cell tagged ``remove-cell`` and call ``check_<label>(answer)``);
 the folded ``{solution} <label>`` holds a fenced ``python`` block that ends by assigning ``answer = ...``.
 
 :func:`inject` puts one hidden cell (tagged ``remove-cell`` and ``exercise-harness``) after each
@@ -101,7 +102,35 @@ def _softlin_try_exercise(check, solution, label, shift=%(shift)r):
 """
 
 
+def registry_call(source: str) -> tuple[str, str] | None:
+    """(label, call source) of an ``answer_check("label", answer, ...)`` call in ``source``, or None."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "answer_check"
+            and len(node.args) == 2
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+            and isinstance(node.args[1], ast.Name)
+            and node.args[1].id == "answer"
+        ):
+            return node.args[0].value, ast.get_source_segment(source, node)
+    return None
+
+
 def check_name(cell) -> str | None:
+    """The check a cell calls: ``check_<label>`` (a key cell's check) or the label of
+    ``answer_check("label", answer, ...)`` (a key of the registry ``softlin.book.exercises``)."""
+    found = registry_call(cell.source)
+    if found:
+        return found[0]
     m = CHECK_CALL.search(cell.source)
     return m.group(1) if m else None
 
@@ -141,10 +170,23 @@ def inject(nb) -> int:
         if cell.cell_type != "code" or TAG_CHECK not in cell.metadata.get("tags", []):
             continue
         name = check_name(cell)
-        label = label_of(name, sols) if name else None
-        if name is None:
+        found = registry_call(cell.source)
+        label = found[0] if found else label_of(name, sols) if name else None
+        if found and label in sols and sols[label].strip():
+            setup = (  # the check call, as a function of the answer
+                "from softlin.book.exercises import key_of as _softlin_key_of\n"
+                f"_softlin_check = lambda answer: {found[1]}\n"
+                f"_softlin_check.inputs = _softlin_key_of({label!r}).inputs\n"
+            )
+            code = (
+                HARNESS
+                % {"shift": RELATIVE_ERROR, "mark": MARK}
+                + f"\n{setup}_softlin_try_exercise(_softlin_check, {sols[label]!r}, {label!r})\n"
+                "del _softlin_try_exercise, _softlin_check, _softlin_key_of\n"
+            )
+        elif name is None:
             code = f"print({MARK!r} + {json.dumps(json.dumps({'label': None, 'error': 'the exercise-check cell calls no check_...(answer)'}))})"
-        elif label is None or not sols[label].strip():
+        elif label is None or not sols.get(label, "").strip():
             err = f"no {{solution}} with a python block for {name} (its label with - for _)"
             code = f"print({MARK!r} + {json.dumps(json.dumps({'label': name, 'error': err}))})"
         else:

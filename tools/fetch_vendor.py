@@ -3,9 +3,11 @@
 
 * MathJax 3.2.2 (typesets the math): ``tex-mml-chtml.js``, its CHTML woff-v2 fonts and the TeX
   extensions it loads on demand.
+* Font Awesome Free 6.5.2, its CSS and woff2 web fonts (the theme's icons, served without the theme's
+  1.49 MB ``fontawesome.js``).
 
 No widget manager is vendored: no page holds ipywidgets state (the explorers are precomputed pictures,
-``softlin.widgets``), so the site loads no widget JavaScript (``nb_ipywidgets_js: {}``).
+``softlin.book.widgets``), so the site loads no widget JavaScript (``nb_ipywidgets_js: {}``).
 
 The packages come from the npm registry with ``npm pack`` (exact versions); each tarball's SHA-256 is
 checked against the pin below before anything is extracted. Tarballs are cached in
@@ -46,6 +48,21 @@ PACKAGES = {
             ("package/es5/tex-mml-chtml.js", "mathjax/tex-mml-chtml.js"),
             ("package/es5/output/chtml/fonts/woff-v2/", "mathjax/output/chtml/fonts/woff-v2/"),
             ("package/es5/input/tex/extensions/", "mathjax/input/tex/extensions/"),
+        ],
+    ),
+    # The theme's icons as a web font (about 0.4 MB) instead of its 1.49 MB fontawesome.js, which
+    # book/_ext/book_site.py drops from every page.
+    "@fortawesome/fontawesome-free@6.5.2": (
+        "1622d514686c299db3ffe9405c4f124778ce812658f66282d4524247e66fff9c",
+        [
+            ("package/LICENSE.txt", "fontawesome/LICENSE.txt"),
+            ("package/css/fontawesome.min.css", "fontawesome/css/"),
+            ("package/css/solid.min.css", "fontawesome/css/"),
+            ("package/css/regular.min.css", "fontawesome/css/"),
+            ("package/css/brands.min.css", "fontawesome/css/"),
+            ("package/webfonts/fa-solid-900.woff2", "fontawesome/webfonts/"),
+            ("package/webfonts/fa-regular-400.woff2", "fontawesome/webfonts/"),
+            ("package/webfonts/fa-brands-400.woff2", "fontawesome/webfonts/"),
         ],
     ),
 }

@@ -5,7 +5,7 @@
    ``repository.branch``, ``repository.path_to_book``, ``launch_buttons.colab_url``), like the theme's
    launch button. The badge is inline SVG with a text label: no image download, the same offline.
 2. The precomputed explorers move on the static page: ``static/softlin-explorer.js`` swaps the pictures
-   that ``softlin.widgets.explorer`` drew when the chapter was executed (the kernels get
+   that ``softlin.book.widgets.explorer`` drew when the chapter was executed (the kernels get
    ``SOFTLIN_STATIC_EXPLORERS=1``, also when Sphinx executes a notebook itself, ``jupyter-book build .``).
 3. ``static/book_site.css``: a wider column, the explorers' controls, dark-mode backgrounds for figures,
    and the print style of the handouts (``tools/handouts.py``).
@@ -15,6 +15,11 @@
    module docstring, a summary table of its ``__all__`` and every public name with its docstring (Sphinx
    autodoc, numpydoc sections read by napoleon). A name re-exported from another listed module (the top
    level re-exports ``softlin.attention`` and ``softlin.measures``) is documented there once, and linked.
+7. ``static/softlin-reader.js``: a solution opens from a click anywhere on its title; a figure opens full
+   size on a click or tap; a display equation or printed output wider than the column is scaled to fit
+   (to 70-75 %), then scrolls in its own box. The theme's ``fontawesome.js`` (1.49 MB) is dropped from
+   every page: the icons come from Font Awesome's CSS and web fonts (``book/_vendor/fontawesome``). The
+   badge line also links to the paper on arXiv.
 5. sphinx-thebe registers its configuration script twice ("Identifier 'THEBE_JS_URL' has already been
    declared"); duplicate scripts are dropped from each page.
 
@@ -24,6 +29,7 @@ Enabled from ``_config.yml`` (``sphinx: local_extensions: {book_site: book/_ext}
 from __future__ import annotations
 
 import os
+import re
 from html import escape
 from pathlib import Path
 
@@ -37,7 +43,16 @@ BADGE = """<p class="colab-badge-line"><a class="colab-badge reference external"
 <rect width="117" height="20" rx="3" fill="#555"/><rect x="51" width="66" height="20" rx="3" fill="#E37400"/>
 <rect x="51" width="4" height="20" fill="#E37400"/>
 <g fill="#fff" font-family="Verdana,DejaVu Sans,sans-serif" font-size="11" text-anchor="middle">
-<text x="26" y="14">Open in</text><text x="84" y="14">Colab</text></g></svg></a></p>"""
+<text x="26" y="14">Open in</text><text x="84" y="14">Colab</text></g></svg></a>
+<span class="paper-link">The paper: Boursier &amp; Boyer, <a class="reference external"
+ href="https://arxiv.org/abs/2512.11784">arXiv:2512.11784</a> (ICML 2026)</span></p>"""
+
+#: The theme's 1.49 MB icon script; the icons come from Font Awesome's CSS and web fonts instead
+#: (``tools/fetch_vendor.py`` puts them in ``book/_vendor/fontawesome``).
+FONTAWESOME_JS = re.compile(
+    r'<script[^>]*src="[^"]*_static/scripts/fontawesome\.js[^"]*"[^>]*></script>\s*'
+)
+FONTAWESOME_CSS = ["fontawesome.min.css", "solid.min.css", "regular.min.css", "brands.min.css"]
 
 
 def colab_url(config, docname: str) -> str | None:
@@ -69,8 +84,10 @@ def add_badge(app, doctree, docname):
     for section in doctree.findall(nodes.section):
         title = next(iter(section.findall(nodes.title)), None)
         if title is not None:
-            section.insert(section.index(title) + 1,
-                           nodes.raw("", BADGE.format(url=escape(url, quote=True)), format="html"))
+            section.insert(
+                section.index(title) + 1,
+                nodes.raw("", BADGE.format(url=escape(url, quote=True)), format="html"),
+            )
             return
 
 
@@ -78,11 +95,15 @@ def title_dropdown_proofs(app, doctree):
     """Give every dropdown proof a "Proof" title (the "Proof. " lead-in moves into it) and its own id."""
     for n, adm in enumerate(doctree.findall(nodes.admonition)):
         classes = adm.get("classes", [])
-        if "proof" not in classes or "dropdown" not in classes or any(isinstance(c, nodes.title) for c in adm):
+        if (
+            "proof" not in classes
+            or "dropdown" not in classes
+            or any(isinstance(c, nodes.title) for c in adm)
+        ):
             continue
         first = next(iter(adm.findall(nodes.Text)), None)
         if first is not None and first.astext().startswith("Proof. "):
-            first.parent.replace(first, nodes.Text(first.astext()[len("Proof. "):]))
+            first.parent.replace(first, nodes.Text(first.astext()[len("Proof. ") :]))
         adm.insert(0, nodes.title("", "Proof"))
         adm["ids"] = [i for i in adm["ids"] if i != "proof"] or [f"proof-{n}"]
 
@@ -90,7 +111,10 @@ def title_dropdown_proofs(app, doctree):
 def drop_duplicate_scripts(app, pagename, templatename, context, doctree):
     seen, unique = set(), []
     for js in context.get("script_files", []):
-        key = (getattr(js, "filename", str(js)) or "", tuple(sorted(getattr(js, "attributes", {}).items())))
+        key = (
+            getattr(js, "filename", str(js)) or "",
+            tuple(sorted(getattr(js, "attributes", {}).items())),
+        )
         if key not in seen:
             seen.add(key)
             unique.append(js)
@@ -116,16 +140,34 @@ class SoftlinApi(SphinxDirective):
             public = list(getattr(module, "__all__", []))
             home = {n: getattr(getattr(module, n), "__module__", name) for n in public}
             home = {n: (m if m in listed else name) for n, m in home.items()}
-            lines += [f"``{name}``", "-" * (len(name) + 4), "", f".. automodule:: {name}", "   :no-members:", ""]
+            lines += [
+                f"``{name}``",
+                "-" * (len(name) + 4),
+                "",
+                f".. automodule:: {name}",
+                "   :no-members:",
+                "",
+            ]
             if public:
-                lines += [".. currentmodule:: None", "", ".. autosummary::", "   :nosignatures:", ""]
+                lines += [
+                    ".. currentmodule:: None",
+                    "",
+                    ".. autosummary::",
+                    "   :nosignatures:",
+                    "",
+                ]
                 lines += [f"   ~{home[n]}.{n}" for n in public] + [""]
             for n in public:
                 if home[n] != name:
                     continue
                 obj = getattr(module, n)
                 if isinstance(obj, type):
-                    lines += [f".. autoclass:: {name}.{n}", "   :members:", "   :show-inheritance:", ""]
+                    lines += [
+                        f".. autoclass:: {name}.{n}",
+                        "   :members:",
+                        "   :show-inheritance:",
+                        "",
+                    ]
                 elif callable(obj):
                     lines += [f".. autofunction:: {name}.{n}", ""]
                 else:
@@ -134,6 +176,19 @@ class SoftlinApi(SphinxDirective):
         node.document = self.state.document
         nested_parse_with_titles(self.state, StringList(lines, source="softlin-api"), node)
         return node.children
+
+
+def drop_fontawesome_js(app, exception):
+    """Remove the theme's icon script from every page and the site (the icons are a web font)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    out = Path(app.outdir)
+    for page in out.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        if "fontawesome.js" in text:
+            page.write_text(FONTAWESOME_JS.sub("", text), encoding="utf-8")
+    for name in ("fontawesome.js", "fontawesome.js.map", "fontawesome.js.LICENSE.txt"):
+        (out / "_static" / "scripts" / name).unlink(missing_ok=True)
 
 
 def _add_static(app):
@@ -148,6 +203,16 @@ def setup(app):
     app.connect("builder-inited", _add_static)
     app.add_css_file("book_site.css")
     app.add_js_file("softlin-explorer.js")
+    app.add_js_file("softlin-reader.js")
+    for css in FONTAWESOME_CSS:
+        app.add_css_file(f"fontawesome/css/{css}")
+    app.connect("build-finished", drop_fontawesome_js)
+    # The explorers' static-frame builder (static_explorer.py, beside this file) for those kernels.
+    here = str(Path(__file__).resolve().parent)
+    if here not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [here, os.environ.get("PYTHONPATH")])
+        )
     # Kernels that Sphinx itself starts (a direct `jupyter-book build .`) inherit this environment.
     os.environ.setdefault("SOFTLIN_STATIC_EXPLORERS", "1")
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,4 +1,4 @@
-/* softlin book: the precomputed explorers of softlin.widgets.explorer move on the static page.
+/* softlin book: the precomputed explorers of softlin.book.widgets.explorer move on the static page.
  *
  * When the book is built, each explorer draws every combination of its controls' values with the chapter's
  * own plotting function and writes them into the page: a <div class="softlin-explorer"> holding the

@@ -16,7 +16,7 @@ import os
 
 import matplotlib.pyplot as plt
 
-__all__ = ["answer_check", "explorer", "show_source", "small_multiples"]
+__all__ = ["answer_check", "explorer", "make_check", "show_source", "small_multiples"]
 
 #: Set (to anything but "" or "0") in a kernel's environment, it makes :func:`explorer` precompute its
 #: pictures for the static site; "check" validates the controls and draws the default picture only.
@@ -66,7 +66,7 @@ def explorer(plot, **controls):
             w.description = w.description or name
             live[name] = w
     if os.environ.get(STATIC_ENV, "") not in ("", "0"):
-        html = _static_explorer(plot, live, fixed_values)
+        html = _static_builder()(plot, live, fixed_values)
         display(html)
         return html
 
@@ -79,6 +79,19 @@ def explorer(plot, **controls):
     box = widgets.VBox([*live.values(), image])
     display(box)
     return box
+
+
+def _static_builder():
+    """The static-frame builder of the site (``book/_ext/static_explorer.py``, found on the kernel's
+    ``PYTHONPATH``, which ``tools/build_book.py`` sets): only a site build needs it, Colab never does."""
+    try:
+        from static_explorer import static_explorer
+    except ImportError as exc:
+        raise RuntimeError(
+            f"{STATIC_ENV} is set but book/_ext/static_explorer.py is not importable: run the "
+            "chapter through tools/build_book.py, or put book/_ext on PYTHONPATH"
+        ) from exc
+    return static_explorer
 
 
 def _draw(plot, params, position=None):
@@ -123,155 +136,6 @@ def _png(rgb, colours: int | None = None) -> bytes:
     buf = io.BytesIO()
     img.save(buf, format="png", compress_level=6)
     return buf.getvalue()
-
-
-def _control_values(name, w):
-    """Every value control ``w`` can take: (labels, values, index of its value, "range" or "select")."""
-    import math
-
-    import ipywidgets as widgets
-
-    if isinstance(
-        w,
-        (
-            widgets.SelectionSlider,
-            widgets.Dropdown,
-            widgets.RadioButtons,
-            widgets.ToggleButtons,
-            widgets.Select,
-        ),
-    ):
-        kind = "range" if isinstance(w, widgets.SelectionSlider) else "select"
-        return list(w._options_labels), list(w._options_values), w.index, kind
-    if isinstance(w, (widgets.Checkbox, widgets.ToggleButton)):
-        return ["off", "on"], [False, True], int(bool(w.value)), "select"
-    if isinstance(w, widgets.IntSlider):
-        values = list(range(w.min, w.max + 1, w.step))
-    elif isinstance(w, (widgets.FloatSlider, widgets.FloatLogSlider)):
-        exps = [round(w.min + k * w.step, 12) for k in range(round((w.max - w.min) / w.step) + 1)]
-        values = [w.base**e for e in exps] if isinstance(w, widgets.FloatLogSlider) else exps
-    else:
-        raise TypeError(
-            f"explorer control {name!r} is a {type(w).__name__}, which has no finite set of "
-            "values to precompute; use a SelectionSlider(options=[...], value=...), a Dropdown, "
-            "an IntSlider or a FloatSlider"
-        )
-    index = min(range(len(values)), key=lambda k: abs(values[k] - w.value))
-    if not math.isclose(values[index], w.value, rel_tol=1e-9, abs_tol=1e-12):
-        raise ValueError(
-            f"explorer control {name!r}: its value {w.value!r} is not one of its steps "
-            f"{values[0]!r}, ..., {values[-1]!r}"
-        )
-    values[index] = w.value
-    return [format(v, w.readout_format) for v in values], values, index, "range"
-
-
-def _static_explorer(plot, controls, fixed_values):
-    """Draw every state of the explorer and return the HTML that shows them without a kernel."""
-    import base64
-    import hashlib
-    import html
-    import itertools
-    import json
-    import math
-    import re
-
-    import numpy as np
-    from IPython.display import HTML
-
-    spec = {name: _control_values(name, w) for name, w in controls.items()}
-    for name in [n for n, s in spec.items() if len(s[1]) == 1 and len(spec) > 1]:
-        fixed_values = {
-            **fixed_values,
-            name: spec.pop(name)[1][0],
-        }  # a one-value control moves nothing
-    shape = [len(values) for _, values, _, _ in spec.values()]
-    n_frames, default = math.prod(shape), tuple(s[2] for s in spec.values())
-    if n_frames > FRAME_LIMIT:
-        sizes = " x ".join(f"{name}: {n}" for name, n in zip(spec, shape))
-        raise ValueError(
-            f"explorer has {n_frames} states ({sizes} values), more than the {FRAME_LIMIT} the "
-            "static site precomputes; give each control a few values, e.g. "
-            f"SelectionSlider(options=[...], value=...), whose product is at most {FRAME_LIMIT}"
-        )
-
-    def params_of(state):
-        return {**fixed_values, **{name: s[1][k] for (name, s), k in zip(spec.items(), state)}}
-
-    # "check" (a run that builds no site: tests, seed sweeps) draws the default state only, twice.
-    check_only = os.environ.get(STATIC_ENV) == "check"
-    states = [default] if check_only else list(itertools.product(*map(range, shape)))  # C order
-    _, position = _draw(
-        plot, params_of(default)
-    )  # the default state's layout, kept for every state
-    frames = {state: _draw(plot, params_of(state), position)[0] for state in states}
-    again, _ = _draw(plot, params_of(default), position)
-    if not np.array_equal(again, frames[default]):
-        raise ValueError(
-            "explorer: plot drew two different pictures for the same parameters; it must be "
-            "deterministic given its arguments (pass the seed in, use no global random state)"
-        )
-    uris = [
-        "data:image/png;base64," + base64.b64encode(_png(rgb, 256)).decode()
-        for rgb in frames.values()
-    ]
-    if check_only:
-        return HTML(
-            f'<div class="softlin-explorer-checked"><img src="{uris[0]}" alt="The explorer\'s '
-            f'default picture"><p>Default picture only: this run checked the {n_frames} states of '
-            "the explorer without drawing them (no site is built).</p></div>"
-        )
-    flat = int(np.ravel_multi_index(default, shape))
-    uid = "softlin-explorer-" + hashlib.sha1("".join(uris).encode()).hexdigest()[:12]
-    names = [str(controls[name].description or name) for name in spec]
-    rows = []
-    for k, (labels, _, index, kind) in enumerate(spec.values()):
-        cid, label = f"{uid}-c{k}", html.escape(labels[index])
-        if kind == "range":
-            field = (
-                f'<input type="range" id="{cid}" data-control="{k}" min="0" max="{len(labels) - 1}" '
-                f'step="1" value="{index}" aria-valuetext="{label}"><output for="{cid}">{label}</output>'
-            )
-        else:
-            options = "".join(
-                f'<option value="{j}"{" selected" * (j == index)}>{html.escape(s)}</option>'
-                for j, s in enumerate(labels)
-            )
-            field = f'<select id="{cid}" data-control="{k}">{options}</select>'
-        tex = re.sub(
-            r"\$([^$]+)\$",
-            r'<span class="math notranslate nohighlight">\(\1\)</span>',
-            html.escape(names[k]),
-        )  # $...$ is typeset by MathJax, as ipywidgets does
-        rows.append(
-            f'<div class="softlin-explorer-control"><label for="{cid}">{tex}</label>{field}</div>'
-        )
-    plain = [re.sub(r"[$\\]", "", s) for s in names]
-    state = html.escape(
-        ", ".join(f"{s} = {spec_[0][i]}" for s, spec_, i in zip(plain, spec.values(), default))
-    )
-    data = {
-        "names": plain,
-        "labels": [s[0] for s in spec.values()],
-        "shape": shape,
-        "default": list(default),
-        "frames": [None if i == flat else f for i, f in enumerate(uris)],
-    }
-    h, w = frames[default].shape[:2]
-    payload = json.dumps(data).replace("<", "\\u003c")  # nothing in it can close the <script>
-    return HTML(
-        f'<div class="softlin-explorer" id="{uid}" data-frames="{n_frames}" data-default-frame="{flat}">'
-        f'<div class="softlin-explorer-controls">{"".join(rows)}</div>'
-        f'<img class="softlin-explorer-frame" src="{uris[flat]}" width="{w}" height="{h}" '
-        f'data-frame="{flat}" alt="Explorer picture at {state} (one of {n_frames} pictures drawn when the '
-        'book was built; move the controls to see the others)">'
-        f'<p class="softlin-explorer-note">All {n_frames} pictures were drawn when this page was built, '
-        "with the same plotting function; in Jupyter or Colab the controls redraw it live.</p>"
-        f'<p class="softlin-explorer-print">Explorer shown at {state}; on the web page or in the notebook '
-        "its controls move it.</p>"
-        '<script type="application/json" class="softlin-explorer-data">'
-        f"{payload}</script></div>"
-    )
 
 
 def small_multiples(
@@ -344,7 +208,54 @@ def show_source(obj, *, docstring: bool = False) -> str:
     return src
 
 
-def answer_check(expected, *, rtol: float = 1e-6, atol: float = 0.0, inputs=None, hint: str = ""):
+def answer_check(
+    expected, *args, rtol: float = 1e-6, atol: float = 0.0, inputs=None, hint: str = "", **objects
+):
+    """The self-check of an exercise, in one of two forms.
+
+    ``answer_check(label, answer, **objects)`` (the chapters): checks ``answer`` against the key that
+    :mod:`softlin.book.exercises` registers for the exercise ``label`` (e.g. ``"ex-ch1-one-token"``),
+    computed from the chapter objects passed by keyword (the example's tensors, a chapter's own function);
+    prints the verdict and returns it. No notebook cell holds the key, so a student copy gives nothing
+    away. Raises KeyError for an unknown label and TypeError when the objects the key needs are not
+    exactly those given.
+
+    ``answer_check(expected, rtol=..., inputs=..., hint=...)`` (a chapter's draft, tests) returns the
+    ``check`` of a key given as a callable, as described in :func:`make_check`.
+    """
+    if isinstance(expected, str):
+        import functools
+
+        from .exercises import key_of
+
+        key = key_of(expected)
+        if len(args) != 1:
+            raise TypeError(
+                f"answer_check({expected!r}, answer, ...) takes one answer, got {len(args)} "
+                "positional arguments after the label"
+            )
+        if set(objects) != set(key.objects):
+            raise TypeError(
+                f"the key of {expected!r} is computed from {sorted(key.objects) or 'nothing'} "
+                f"(keyword arguments), got {sorted(objects) or 'nothing'}"
+            )
+        check = make_check(
+            functools.partial(key.compute, **objects),
+            rtol=key.rtol,
+            atol=key.atol,
+            inputs=key.inputs,
+            hint=key.hint,
+        )
+        return check(args[0])
+    if args or objects:
+        raise TypeError(
+            "answer_check(expected) with a callable key takes only rtol, atol, inputs and hint; "
+            "to check an answer by label, pass the label (a str) first"
+        )
+    return make_check(expected, rtol=rtol, atol=atol, inputs=inputs, hint=hint)
+
+
+def make_check(expected, *, rtol: float = 1e-6, atol: float = 0.0, inputs=None, hint: str = ""):
     """A self-check for an exercise: returns ``check(answer)``, which says whether ``answer`` is right.
 
     The answer key comes from softlin's closed forms or a simulation, never a pasted number: ``expected`` is
@@ -410,7 +321,10 @@ def answer_check(expected, *, rtol: float = 1e-6, atol: float = 0.0, inputs=None
 
     def check(answer) -> _Verdict:
         if answer is None:
-            print("No answer yet: replace None by your answer and run the cell again.")
+            print(
+                "No answer yet: replace None by your answer, then run this cell in Colab or Jupyter "
+                "to check your answer."
+            )
             return _Verdict(False)
         result = verdict(answer)
         ok = not isinstance(result, str)

@@ -1,0 +1,113 @@
+/* softlin book: small reading aids on every page (book/_ext/book_site.py adds this script).
+   1. A click anywhere on a solution's title bar opens or closes it (sphinx-exercise makes most of the
+      title a link back to the exercise, which scrolled away and left the solution closed).
+   2. A click or tap on a figure opens it full size in an overlay that scrolls (pinch-zoom works too);
+      a click, Escape or the close button closes it.
+   3. A display equation wider than its column is scaled down to fit, to at least 70 % of its size;
+      beyond that it scrolls sideways inside its own box (the CSS gives it overflow-x: auto). A printed
+      output wider than the column gets a smaller font (to 75 %), then wrapped lines. */
+(function () {
+  "use strict";
+
+  function solutionTitles() {
+    document.querySelectorAll(".solution.dropdown > .admonition-title").forEach(function (title) {
+      title.querySelectorAll("a").forEach(function (a) {
+        a.addEventListener("click", function (event) {
+          if (a.classList.contains("headerlink")) return;
+          // Not a jump back to the exercise: the title bar's own toggle handler opens the solution
+          // (it reads the clicked element, so the click is handed to the title itself).
+          event.preventDefault();
+          event.stopPropagation();
+          title.click();
+        });
+      });
+    });
+  }
+
+  function overlay(img) {
+    var box = document.createElement("div");
+    box.className = "softlin-lightbox";
+    box.setAttribute("role", "dialog");
+    box.setAttribute("aria-label", "Figure at full size");
+    var close = document.createElement("button");
+    close.className = "softlin-lightbox-close";
+    close.type = "button";
+    close.textContent = "\u00d7";
+    close.setAttribute("aria-label", "Close");
+    var big = document.createElement("img");
+    big.src = img.currentSrc || img.src;
+    big.alt = img.alt || "";
+    box.appendChild(close);
+    box.appendChild(big);
+    function shut() {
+      box.remove();
+      document.removeEventListener("keydown", onKey);
+      img.focus && img.focus();
+    }
+    function onKey(event) { if (event.key === "Escape") shut(); }
+    box.addEventListener("click", function (event) { if (event.target !== big) shut(); });
+    big.addEventListener("click", shut);
+    document.addEventListener("keydown", onKey);
+    document.body.appendChild(box);
+    close.focus();
+  }
+
+  function figures() {
+    document.querySelectorAll("main figure img, main .cell_output img").forEach(function (img) {
+      if (img.closest(".softlin-explorer") || img.closest("a")) return;
+      img.classList.add("softlin-zoomable");
+      img.setAttribute("tabindex", "0");
+      img.setAttribute("title", "Open the figure at full size");
+      img.addEventListener("click", function () { overlay(img); });
+      img.addEventListener("keydown", function (event) {
+        if (event.key === "Enter" || event.key === " ") { event.preventDefault(); overlay(img); }
+      });
+    });
+  }
+
+  function fitOutputs() {
+    // Printed outputs (tables of numbers): a smaller font first, then wrapped lines.
+    document.querySelectorAll("main .cell_output pre").forEach(function (pre) {
+      pre.style.fontSize = "";
+      pre.classList.remove("softlin-wrapped");
+      var room = pre.clientWidth, need = pre.scrollWidth;
+      if (room > 0 && need > room + 1) {
+        var scale = Math.max(0.75, (room - 4) / need);
+        pre.style.fontSize = (100 * scale).toFixed(1) + "%";
+        if (pre.scrollWidth > pre.clientWidth + 1) pre.classList.add("softlin-wrapped");
+      }
+    });
+  }
+
+  function fitEquations() {
+    document.querySelectorAll("main mjx-container[display='true']").forEach(function (eq) {
+      eq.style.fontSize = "";
+      var room = eq.clientWidth, need = eq.scrollWidth;
+      if (room > 0 && need > room + 1) {
+        var scale = Math.max(0.7, (room - 2) / need);
+        eq.style.fontSize = (100 * scale).toFixed(1) + "%";
+      }
+    });
+  }
+
+  function whenTypeset(callback) {
+    var mj = window.MathJax;
+    if (mj && mj.startup && mj.startup.promise) {
+      mj.startup.promise.then(callback);
+    } else {
+      setTimeout(function () { whenTypeset(callback); }, 200);
+    }
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    solutionTitles();
+    figures();
+    fitOutputs();
+    whenTypeset(fitEquations);
+    var timer;
+    window.addEventListener("resize", function () {
+      clearTimeout(timer);
+      timer = setTimeout(function () { fitOutputs(); fitEquations(); }, 150);
+    });
+  });
+})();

@@ -1,0 +1,257 @@
+"""The answer keys of the book's exercises, computed here so that no notebook holds them.
+
+A chapter's check cell is ``answer_check("ex-ch1-one-token", answer, tokens=tokens, ...)``: the label
+names an entry of :data:`KEYS`, and the keywords hand over the chapter's objects that the key is computed
+from (the example's tokens, a chapter's own quadrature), none of which gives the answer away. A student
+copy of a notebook therefore holds the exercise and its check call only; the key is computed by the
+function registered here, from softlin's closed forms or a simulation, never a pasted number. Reading
+this file does reveal the keys: it is the instructor's side of the book.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+import softlin as sl
+from softlin import concentration as cc
+from softlin import icl
+from softlin import stability as st
+
+__all__ = ["KEYS", "Key", "key_of"]
+
+
+@dataclass(frozen=True)
+class Key:
+    """One exercise's key: ``compute(*args, **objects)``, its tolerances, hint and test inputs."""
+
+    compute: object
+    rtol: float = 1e-6
+    atol: float = 0.0
+    hint: str = ""
+    inputs: list | None = None  # argument tuples when the answer is a function
+    objects: tuple = field(default=())  # the chapter objects ``compute`` needs, by keyword
+
+
+#: Every exercise with a numerical answer, by its label in the book.
+KEYS: dict[str, Key] = {}
+
+
+def _key(label: str, **options):
+    def register(fn):
+        names = tuple(
+            p.name for p in inspect.signature(fn).parameters.values() if p.kind is p.KEYWORD_ONLY
+        )
+        KEYS[label] = Key(fn, objects=names, **options)
+        return fn
+
+    return register
+
+
+def key_of(label: str) -> Key:
+    """The registered key of exercise ``label``; KeyError with the known labels if there is none."""
+    if not isinstance(label, str):
+        raise TypeError(f"label must be an exercise label (str), got {type(label).__name__}")
+    try:
+        return KEYS[label]
+    except KeyError:
+        raise KeyError(
+            f"no answer key for exercise {label!r}; known labels: {', '.join(sorted(KEYS))}"
+        ) from None
+
+
+# --- Chapter 1 --------------------------------------------------------------------------------------
+
+
+@_key(
+    "ex-ch1-one-token",
+    rtol=1e-9,
+    hint="Hint: how many weights does a one-token softmax have, what do they sum to?",
+)
+def _ch1_one_token(*, tokens, query, U, V):
+    return sl.softmax_attention(tokens[:1], query, U, V)[0]
+
+
+@_key(
+    "ex-ch1-query-key",
+    rtol=1e-9,
+    hint="Hint: let L grow in the exact expression; the moment generating function of "
+    "N(0, Gamma) is exp(a'Gamma a / 2).",
+)
+def _ch1_query_key(*, mu, z, U2, V2):
+    a = U2 @ z[0]
+    weight = torch.exp(z[0] @ a - mu.log_mgf(a))  # e^{z'Uz} / M_mu(Uz)
+    return weight * (V2 @ z[0] - sl.attention_limit(mu, z, U2, V2)[0])
+
+
+# --- Chapter 2 (default dtype, as the chapter's own tensors) ------------------------------------------
+
+
+@_key(
+    "ex-ch2-mixture",
+    rtol=1e-9,
+    inputs=[(torch.linspace(-3, 3, 13),), (torch.tensor([0.1, 5.0]),)],
+    hint="Hint: the MGF of a mixture is the mixture of the MGFs; take the log's slope.",
+)
+def _ch2_mixture(q):
+    one = torch.eye(1)
+    mixture = sl.GaussianMixtureMeasure(
+        torch.tensor([[-1.5], [1.5]]), torch.ones(2, 1, 1), torch.tensor([0.5, 0.5])
+    )
+    return sl.attention_limit(mixture, q[:, None], 0.7 * one, one)[:, 0]
+
+
+@_key("ex-ch2-agree", rtol=1e-9, hint="Hint: the two limits differ by V(m - m m^T U z).")
+def _ch2_agree():
+    """Where V(m + Gamma U z) = V(Gamma + m m^T) U z in D = 1, m = 1, U = 0.5."""
+    one = torch.eye(1)
+    mu1 = sl.GaussianMeasure(torch.ones(1), torch.eye(1))
+
+    def gap(q):
+        return float(
+            (
+                sl.attention_limit(mu1, q, 0.5 * one, one)
+                - sl.linear_attention_limit(mu1, q, 0.5 * one, one)
+            )[0, 0]
+        )
+
+    g0, g1 = gap(torch.zeros(1, 1)), gap(torch.ones(1, 1))
+    return -g0 / (g1 - g0)  # the root of an affine function
+
+
+@_key(
+    "ex-ch2-wrong-limit",
+    rtol=0.01,
+    hint="Hint: where do the outputs converge, how far is that from 1.5?",
+)
+def _ch2_wrong_limit():
+    one = torch.eye(1)
+    limit = sl.attention_limit(sl.RademacherMeasure(1), torch.ones(1, 1), 1.5 * one, one)
+    return abs(float(limit) - 1.5)
+
+
+# --- Chapter 3 --------------------------------------------------------------------------------------
+
+
+@_key(
+    "ex-ch3-constant",
+    rtol=1e-9,
+    inputs=[(0.1,), (0.3,), (0.5,), (0.65,)],
+    hint="Hint: differentiate E exp(k z^2) = (1 - 2k)^(-1/2) with respect to k.",
+)
+def _ch3_constant(u):
+    one = torch.ones(1, 1, dtype=torch.float64)
+    return cc.query_averaged_expansion(u * one, one, one)[0]
+
+
+@_key(
+    "ex-ch3-sigma",
+    rtol=1e-9,
+    inputs=[(1.5, 0.6), (2.0, 0.5), (1.0, 1.5), (3.0, 0.4)],
+    hint="Hint: the tokens enter only through the scores x_i (sigma u) z.",
+)
+def _ch3_sigma(sigma, u):
+    return float(cc.heuristic_rate_exponent(sigma * u))
+
+
+@_key(
+    "ex-ch3-bounded",
+    rtol=1e-9,
+    inputs=[(0.0,), (0.5,), (1.0,), (2.5,)],
+    hint="Hint: the tilted law puts mass e^(±a) / (2 cosh a) on ±1.",
+)
+def _ch3_bounded(a):
+    """e^{Lambda(2a) - 2 Lambda(a)} (Var_{2a} + (m_{2a} - m_a)^2) for Rademacher tokens."""
+    rad = sl.RademacherMeasure(1)
+    t = torch.tensor([[a], [2 * a]], dtype=torch.float64)
+    lam, m = rad.log_mgf(t), rad.tilted_mean(t)[:, 0]
+    var = rad.tilted_covariance(t)[1, 0, 0]
+    return float(torch.exp(lam[1] - 2 * lam[0]) * (var + (m[1] - m[0]) ** 2))
+
+
+# --- Chapter 4 --------------------------------------------------------------------------------------
+
+
+@_key("ex-ch4-gronwall", rtol=1e-6, hint="Hint: divide (e^x - 1)/x by e^x at x = 5.")
+def _ch4_gronwall():
+    t = np.linspace(0.0, 5.0, 501)  # beta = 1, so beta t runs up to 5
+    lemma_d1 = 0.3 * t[-1] * math.exp(t[-1])  # g t e^{beta t}
+    return st.gronwall_envelope(t, 0.3, 1.0)[-1] / lemma_d1
+
+
+# --- Chapter 5 --------------------------------------------------------------------------------------
+
+
+@_key(
+    "ex-ch5-invariant",
+    rtol=1e-6,
+    hint="Hint: the flow keeps ||A||_F^2 - b^2; at the limit, b Sigma A = I.",
+)
+def _ch5_invariant(*, Sigma):
+    d = Sigma.shape[0]
+    A0, b0 = 0.3 * torch.eye(d, dtype=torch.float64), torch.tensor(1.0, dtype=torch.float64)
+    return icl.infinite_prompt_flow(A0, b0, Sigma, [0.0, 200.0]).b[-1]
+
+
+@_key("ex-ch5-linear", rtol=1e-6, hint="Hint: the risk is quadratic in the product bA.")
+def _ch5_linear(*, Sigma):
+    G = (1 + 1 / 30) * Sigma @ Sigma + torch.trace(Sigma) * Sigma / 30
+    one = torch.tensor(1.0, dtype=torch.float64)
+    bA = torch.linalg.solve(G, Sigma)
+    grid = [icl.linear_finite_prompt_risk(s * bA, one, Sigma, 30) for s in (0.999, 1.0, 1.001)]
+    if not grid[1] <= min(grid[0], grid[2]):  # the stationary point is the minimum along the ray
+        raise RuntimeError("ex-ch5-linear: the key is not the minimum along its ray")
+    return grid[1]
+
+
+@_key(
+    "ex-ch5-tail",
+    rtol=1e-9,
+    inputs=[(5,), (8,), (16,)],
+    hint="Hint: with u = |x_q|^2 / b*^2, C = b*^2 E[e^u (d + u)] / 2.",
+)
+def _ch5_tail(dim):
+    eye = torch.eye(dim, dtype=torch.float64)
+    return icl.risk_fluctuation_constant(*icl.bayes_optimal_parameters(eye), eye)
+
+
+# --- Chapter 6 --------------------------------------------------------------------------------------
+
+
+@_key(
+    "ex-ch6-lookup",
+    rtol=1e-9,
+    inputs=[(0.3,), (1.0,), (2.5,)],
+    hint="Hint: on {-1, 1}, tanh(alpha x) is a multiple of x.",
+)
+def _ch6_lookup(alpha, *, scale_profile):
+    return scale_profile("Rademacher", [alpha])[0][0]
+
+
+@_key(
+    "ex-ch6-ess",
+    rtol=1e-6,
+    hint="Hint: the MGF of the uniform law on [-h, h] is sinh(h a) / (h a).",
+)
+def _ch6_ess(*, ess_expansion):
+    return [
+        ess_expansion(sl.UniformMeasure(1), torch.tensor([a], dtype=torch.float64))[0]
+        for a in (1.0, 3.0)
+    ]
+
+
+@_key(
+    "ex-ch6-floor",
+    rtol=1e-9,
+    hint="Hint: with A = Sigma^-1 / b the tilt at x_q = m is a multiple of Sigma^-1 m.",
+)
+def _ch6_floor(*, m):
+    sigma = torch.eye(2, dtype=torch.float64)
+    A = sigma / 0.7  # b A = Sigma^-1 with b = 0.7
+    a = A @ m - torch.linalg.solve(sigma, m)  # the tilt A x_q + v at x_q = m
+    mu = sl.GaussianMeasure(m, sigma)  # 1 / (ESS / L) = M(2a) / M(a)^2
+    return float(torch.exp(mu.log_mgf(2 * a) - 2 * mu.log_mgf(a)))
