@@ -217,9 +217,9 @@ def reset_to_base(base: dict) -> None:
 def test_student_notebook_runs_in_a_fresh_colab_like_environment(
     md, colab_venv, softlin_source, kernel_dir, monkeypatch, tmp_path
 ):
+    import exercise_checks
     import nbformat
     import papermill
-    import exercise_checks
     from student_notebooks import student_copy
 
     paired = md.with_suffix(".ipynb")

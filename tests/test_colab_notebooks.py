@@ -43,8 +43,8 @@ def directive_fragments(text: str):
             continue
         yield from directive_fragments(block["body"])
         plain = [b for b in cn.parse_blocks(block["body"]) if isinstance(b, str)]  # nested: above
-        for piece in cn.ROLE.sub("\0", cn.TARGET.sub("", "\0".join(plain))).split("\0"):
-            piece = " ".join(piece.split())
+        for raw in cn.ROLE.sub("\0", cn.TARGET.sub("", "\0".join(plain))).split("\0"):
+            piece = " ".join(raw.split())
             if len(piece) >= 4 and not cn.OPTION.match(piece):
                 yield block["name"], piece
         if block["arg"] and block["name"] != "solution":  # a solution's argument is a label

@@ -383,9 +383,9 @@ def run(
         record(0)
     steps = settings["steps"]
     bar = tqdm(total=steps, initial=step, disable=not progress, desc=f"L={L}", mininterval=5)
-    t0, result = time.perf_counter(), None
+    t0, result, done = time.perf_counter(), None, step
     for step, losses in icl.sgd_run(
-        [models[k] for k in kinds], sampler, stream, settings["lr"], steps, done=step
+        [models[k] for k in kinds], sampler, stream, settings["lr"], steps, done=done
     ):
         if block is None:
             block, block_n = {k: torch.zeros_like(v) for k, v in zip(kinds, losses)}, 0

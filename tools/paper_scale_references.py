@@ -33,8 +33,8 @@ from torch.func import hessian
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-import paper_experiment as pe
-from softlin import icl
+import paper_experiment as pe  # noqa: E402 (after the path it lives on)
+from softlin import icl  # noqa: E402
 
 TARGET = ROOT / "book" / "data" / "paper_scale_references.json"
 F64 = torch.float64

@@ -175,13 +175,13 @@ def main_text_blocks(source: str) -> list[tuple[int, str]]:
 
 def sentences(source: str) -> list[Sentence]:
     out = []
-    for line, text in main_text_blocks(source):
-        text = re.sub(r"\$[^$]*\$", "X", text)  # inline math
+    for line, block in main_text_blocks(source):
+        text = re.sub(r"\$[^$]*\$", "X", block)  # inline math
         text = re.sub(r"\{(cite|doc|ref|numref|eq|term)[^}]*\}`[^`]*`", "REF", text)
         text = re.sub(r"^[-*] |^\d+\. ", "", text)
         protected = _ABBREV.sub(lambda m: m.group(0)[:-1] + "\u2024", text)
-        for piece in re.split(r"(?<=[.!?:])\s+(?=[A-Z(*\"`\u201c])|\s+(?=- )", protected):
-            piece = piece.replace("\u2024", ".").strip(" -")
+        for raw in re.split(r"(?<=[.!?:])\s+(?=[A-Z(*\"`\u201c])|\s+(?=- )", protected):
+            piece = raw.replace("\u2024", ".").strip(" -")
             if len(re.findall(r"[A-Za-z]{2,}", piece)) >= 3:
                 out.append(Sentence(line, piece, _is_flagged(piece)))
     return out
