@@ -156,13 +156,14 @@ TRAINING_CODE = {
 }
 
 
-def _digest(texts):
-    """sha256 of the definitions of TRAINING_CODE in the module sources ``texts`` (path -> text)."""
+def _digest(texts, code=None):
+    """sha256 of the definitions named in ``code`` (default TRAINING_CODE: path -> names) in the module
+    sources ``texts`` (path -> text)."""
     import ast
     import hashlib
 
     h = hashlib.sha256()
-    for path, names in TRAINING_CODE.items():
+    for path, names in (code or TRAINING_CODE).items():
         tree = ast.parse(texts[path])
         for node in tree.body:
             if getattr(node, "name", None) in names:
@@ -192,6 +193,16 @@ def code_hash():
     return _digest({f: p.read_text() for f, p in files.items()})
 
 
+def _training_code_of(tool_source):
+    """The TRAINING_CODE dict of a version of this file (None where it has none)."""
+    import ast
+
+    for node in ast.parse(tool_source).body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "TRAINING_CODE":
+            return ast.literal_eval(node.value)
+    return None
+
+
 def _commit_with_code(digest):
     """The first commit of this checkout's history whose training code has ``digest``, or None."""
     try:
@@ -204,21 +215,24 @@ def _commit_with_code(digest):
         ).stdout.split()
     except (OSError, subprocess.CalledProcessError):
         return None
+
+    def show(rev, path):
+        blob = subprocess.run(
+            ["git", "show", f"{rev}:{path}"], cwd=ROOT, capture_output=True, text=True, check=False
+        )
+        return blob.stdout if blob.returncode == 0 else None
+
     for rev in revs:
-        texts = {}
-        for f in TRAINING_CODE:
-            blob = subprocess.run(
-                ["git", "show", f"{rev}:{f}"], cwd=ROOT, capture_output=True, text=True, check=False
-            )
-            if blob.returncode != 0:
-                break
-            texts[f] = blob.stdout
-        else:
-            try:
-                if _digest(texts) == digest:
-                    return rev
-            except SyntaxError:
-                continue
+        tool = show(rev, "tools/paper_experiment.py")
+        code = _training_code_of(tool) if tool else None  # what that commit's tool digested
+        texts = {f: show(rev, f) for f in code or ()}
+        if not code or None in texts.values():
+            continue
+        try:
+            if _digest(texts, code) == digest:
+                return rev
+        except (SyntaxError, KeyError):
+            continue
     return None
 
 
