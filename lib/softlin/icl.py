@@ -686,9 +686,11 @@ def experiment_starts(d, starts, *, generator=None, separate=False, device=None)
 
 
 def held_out_prompts(Sigma, L, n, *, tau2=1.0, noise_var=0.0, released=False, chunk=512):
-    """The experiment's test prompts of length ``L``: ``n`` prompts of :func:`sample_prompts` from their
-    own generator (seed ``10 000 + L``), yielded in chunks of ``chunk``; the same prompts at every call,
-    and the first ``n`` of any longer set."""
+    """The experiment's test prompts of length L, in chunks.
+
+    ``n`` prompts of :func:`sample_prompts` from their own generator (seed ``10 000 + L``), yielded in
+    chunks of ``chunk``: the same prompts at every call, and the first ``n`` of any longer set.
+    """
     check_positive_int("n", n)
     gen = torch.Generator(Sigma.device).manual_seed(10_000 + L)
     for start in range(0, n, chunk):
@@ -722,9 +724,11 @@ def bayes_errors(prompts, *, tau2, noise_var):
 
 
 def sgd_run(models, sampler, stream, lr, steps, *, done=0):
-    """The experiment's training: yields ``(step, losses)`` after each :func:`sgd_step` of all
-    ``models`` on one fresh batch of ``sampler`` drawn from ``stream`` (one data stream for all), for
-    steps ``done + 1 .. steps``."""
+    """The experiment's training loop, one step at a time.
+
+    Yields ``(step, losses)`` after each :func:`sgd_step` of all ``models`` on one fresh batch of
+    ``sampler`` drawn from ``stream`` (one data stream for all), for steps ``done + 1`` to ``steps``.
+    """
     for step in range(done + 1, steps + 1):
         yield step, sgd_step(models, sampler.sample(stream), lr)
 
