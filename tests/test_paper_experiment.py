@@ -117,7 +117,7 @@ def test_bayes_errors_are_the_ridge_errors_and_beat_other_lambdas():
     p = icl.sample_prompts(
         Sigma, L, 100_000, tau2=tau2, noise_var=s2, generator=torch.Generator().manual_seed(4)
     )
-    risk, ridge = pe.bayes_errors(p, tau2, s2)
+    risk, ridge = icl.bayes_errors(p, tau2=tau2, noise_var=s2)
     # E[ridge error | inputs] = the Bayes risk given the inputs: equal means within 4 SE of the difference
     diff = ridge - risk
     assert abs(float(diff.mean())) < 4 * float(diff.std()) / math.sqrt(diff.numel())
