@@ -40,6 +40,8 @@ TARGET = ROOT / "book" / "data" / "paper_scale_references.json"
 F64 = torch.float64
 D_IN, TAU2, NOISE = 5, 0.2, 0.1
 REPLICATES, HESSIAN_PROMPTS = 4, 10_000
+#: the lengths of each setting run at paper scale (tools/paper_experiment.py)
+LENGTHS = {"intended": pe.PAPER_LENGTHS, "released": (10, 100, 1000)}
 
 
 def reduced_softmax_floor(L, released, generator):
@@ -79,6 +81,7 @@ def reduced_softmax_floor(L, released, generator):
     opt.step(closure)
     with torch.no_grad():
         fresh = error(theta, *sample())
+    theta = theta.detach()
     return (
         float(fresh.mean()),
         float(fresh.std()) / math.sqrt(n),
@@ -120,7 +123,7 @@ def main():
     for released in (False, True):
         setting = "released" if released else "intended"
         floors[setting] = {}
-        for L in pe.PAPER_LENGTHS:
+        for L in LENGTHS[setting]:
             err, se, b, normA = reduced_softmax_floor(L, released, gen)
             floors[setting][str(L)] = {
                 "mse": round(err, 6),
@@ -132,7 +135,7 @@ def main():
     results = json.loads(pe.RESULTS.read_text())
     curvature = []
     for r in results["lengths"]:
-        if r["settings"]["released"] or r["L"] >= 100:
+        if r["settings"]["released"] or r["L"] > 100:
             continue  # the Hessian at long prompts costs more than this script should
         KQ = torch.tensor(r["final"]["key_query"]["softmax"], dtype=F64) / math.sqrt(D_IN + 1)
         c = torch.tensor(r["final"]["output_value"]["softmax"], dtype=F64)
