@@ -10,9 +10,10 @@ is that run, and the file it writes (values, standard errors, provenance) is wha
    of the scalar model, the log-log slope of the query-averaged output error over
    L = 16, 32, ..., 4096. The sweep is the page's own code: the cell of ``book/03_concentration.md``
    that defines ``rate_sweep`` and ``summarise`` is executed here (nothing is re-typed), with the
-   default mode's Gauss-Hermite rule (24 nodes) and 200 times its prompts, in ``BATCHES``
-   independent batches. ``quadrature`` is the change of the slope with the rule of half as many
-   nodes, as on the page.
+   default mode's Gauss-Hermite rule (24 nodes) and 200 times its prompts, as ``RATE_BATCHES``
+   independent batches of the default mode's size (400 prompts; larger batches are slower per
+   token, since ``sample_errors`` then streams the tokens in shorter chunks). ``quadrature`` is the
+   change of the slope with the rule of half as many nodes, as on the page.
 
    ``slope_se`` is the standard error of the weighted fit on all the prompts, the page's fit,
    without the factor sqrt(chi2/dof) that ``fit_power_law`` applies when the points scatter more
@@ -21,12 +22,13 @@ is that run, and the file it writes (values, standard errors, provenance) is wha
    of prompts: it measures how far the curve is from a power law, not how far this estimate is from
    what the page's fit estimates (the weighted least-squares slope over the same grid, whose
    weights have ratios across L that do not depend on the number of prompts). Two direct estimates
-   check it: ``batches_se``, the spread of the batch slopes over sqrt(BATCHES), and ``halves_se``,
-   half the difference of the slopes of two independent halves (one degree of freedom: rough).
+   check it: ``batches_se``, the standard deviation of the batch slopes (``batch_sd``, the spread
+   of one default-mode run) over sqrt(RATE_BATCHES), and ``halves_se``, half the difference of the
+   slopes of two independent halves (one degree of freedom: rough).
 2. **Chapter 5, R_L(A*, b*)** (``risk_star``): the finite-prompt risk of the reduced softmax model at
    the infinite-prompt optimum, by ``icl.finite_prompt_risk`` with the page's arguments (KMS
-   covariance d = 5, rho = 1/2; float32 draws), at 160 times the default mode's prompts, in
-   ``BATCHES`` independent batches: the mean, its standard error, and the same two checks of it.
+   covariance d = 5, rho = 1/2; float32 draws), at 133 times the default mode's prompts, in
+   ``RISK_BATCHES`` independent batches: the mean, its standard error, and the same two checks of it.
 
 The seeds (``seeds`` in the file) are not those a reader sets on a page (small integers), so a
 page's estimate and this one are independent. Sizes: see the constants below; the run's time is in
@@ -57,10 +59,10 @@ F64 = dict(dtype=torch.float64)
 
 #: chapter 3: the page's headline scales and grid, its default-mode rule, and the prompts per batch
 RATE_U, RATE_L, RATE_NODES = [0.3, 0.6, 1.0, 1.5], [16 * 2**k for k in range(9)], 24
-RATE_PROMPTS, BATCHES = 5_000, 16
+RATE_PROMPTS, RATE_BATCHES = 400, 200
 RATE_SEED = 30_000_000  # batch k draws from seed RATE_SEED + k
 #: chapter 5: the page's prompt lengths, and the prompts per batch
-RISK_L, RISK_PROMPTS = [10, 30, 100, 300, 1000], 300_000
+RISK_L, RISK_PROMPTS, RISK_BATCHES = [10, 30, 100, 300, 1000], 250_000, 16
 RISK_SEED = 50_000_000
 
 
@@ -95,10 +97,11 @@ def rate_slopes(scale):
     page = page_driver()
     n = max(2, round(RATE_PROMPTS * scale))
     batches = []
-    for k in range(BATCHES):
+    for k in range(RATE_BATCHES):
         gen = torch.Generator().manual_seed(RATE_SEED + k)
         batches.append(page["rate_sweep"](RATE_U, RATE_L, n, RATE_NODES, gen))
-        print(f"  rate sweep: batch {k + 1} of {BATCHES} done", flush=True)
+        if (k + 1) % 20 == 0:
+            print(f"  rate sweep: {k + 1} of {RATE_BATCHES} batches done", flush=True)
     _, _, fits = page["summarise"](pooled(batches))
     _, _, coarse = page["summarise"](pooled(batches), r=1)
     halves = [page["summarise"](pooled(h))[2] for h in (batches[::2], batches[1::2])]
@@ -115,7 +118,8 @@ def rate_slopes(scale):
             "quadrature": round(abs(f.slope - coarse[i].slope), 5),
             "halves": [round(s, 5) for s in h],
             "halves_se": round(abs(h[0] - h[1]) / 2, 5),
-            "batches_se": round(float(each[:, i].std(ddof=1)) / math.sqrt(BATCHES), 5),
+            "batch_sd": round(float(each[:, i].std(ddof=1)), 5),
+            "batches_se": round(float(each[:, i].std(ddof=1)) / math.sqrt(RATE_BATCHES), 5),
         }
         print(f"  u = {u}: slope {f.slope:+.4f} +- {out[str(u)]['slope_se']:.4f}", flush=True)
     return {
@@ -123,9 +127,9 @@ def rate_slopes(scale):
         "code": "the page's cell that defines rate_sweep and summarise, executed by this script",
         "L": RATE_L,
         "nodes": RATE_NODES,
-        "prompts": n * BATCHES,
-        "batches": BATCHES,
-        "seeds": [RATE_SEED, RATE_SEED + BATCHES - 1],
+        "prompts": n * RATE_BATCHES,
+        "batches": RATE_BATCHES,
+        "seeds": [RATE_SEED, RATE_SEED + RATE_BATCHES - 1],
         "u": out,
     }
 
@@ -137,7 +141,7 @@ def risk_star(scale):
     out = {}
     for L in RISK_L:
         est = []
-        for k in range(BATCHES):
+        for k in range(RISK_BATCHES):
             gen = torch.Generator().manual_seed(RISK_SEED + k)
             est.append(
                 icl.finite_prompt_risk(
@@ -145,22 +149,22 @@ def risk_star(scale):
                 )
             )
         means, ses = np.array(est).T
-        value, se = float(means.mean()), float(np.sqrt((ses**2).sum())) / BATCHES
+        value, se = float(means.mean()), float(np.sqrt((ses**2).sum())) / RISK_BATCHES
         h = [float(means[::2].mean()), float(means[1::2].mean())]
         out[str(L)] = {
             "risk": round(value, 6),
             "se": round(se, 6),
             "halves": [round(x, 6) for x in h],
             "halves_se": round(abs(h[0] - h[1]) / 2, 6),
-            "batches_se": round(float(means.std(ddof=1)) / math.sqrt(BATCHES), 6),
+            "batches_se": round(float(means.std(ddof=1)) / math.sqrt(RISK_BATCHES), 6),
         }
         print(f"  L = {L}: R_L(A*, b*) = {value:.5f} +- {se:.5f}", flush=True)
     return {
         "page": "book/05_icl_linear_regression.md",
         "code": "icl.finite_prompt_risk(A*, b*, kms_covariance(5, 0.5), L, dtype=float32)",
-        "prompts": n * BATCHES,
-        "batches": BATCHES,
-        "seeds": [RISK_SEED, RISK_SEED + BATCHES - 1],
+        "prompts": n * RISK_BATCHES,
+        "batches": RISK_BATCHES,
+        "seeds": [RISK_SEED, RISK_SEED + RISK_BATCHES - 1],
         "L": out,
     }
 
