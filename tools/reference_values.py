@@ -31,8 +31,12 @@ is that run, and the file it writes (values, standard errors, provenance) is wha
    ``RISK_BATCHES`` independent batches: the mean, its standard error, and the same two checks of it.
 
 The seeds (``seeds`` in the file) are not those a reader sets on a page (small integers), so a
-page's estimate and this one are independent. Sizes: see the constants below; the run's time is in
-the file (``seconds``, ``cpu_seconds``).
+page's estimate and this one are independent. Sizes: the constants below. The committed run took
+610 s of CPU on one thread (403 s for the slopes, 207 s for the risks; 36 minutes of wall time, the
+machine's two AMD EPYC cores being shared with two training jobs), as its file records
+(``cpu_seconds``, ``seconds``). Its standard errors are 13 to 14 times smaller than those of a
+default-mode page for the slopes (``batch_sd``, the spread of one default-size run, against
+``slope_se``) and sqrt(133) = 11.5 times for the risks.
 """
 
 from __future__ import annotations
