@@ -149,3 +149,40 @@ def test_a_student_copy_keeps_the_key_and_check_cells_and_drops_the_solutions(tm
         and "check_ex_fx_function = answer_check(" in text
     )
     assert text.count("{exercise}") == 3
+
+
+def test_softlin_ships_book_data_as_links_each_listed_in_pyproject():
+    """Colab and student copies read book/data's files from softlin: each package-data file is a link
+    to the one committed source, and pyproject lists exactly those links (a wheel holds their content)."""
+    tomllib = pytest.importorskip("tomllib")
+    data = ROOT / "lib" / "softlin" / "book" / "data"
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert sorted(setuptools["package-data"]["softlin.book"]) == sorted(
+        f"data/{p.name}" for p in data.iterdir()
+    )
+    for p in data.iterdir():
+        assert p.is_symlink() and p.is_file(), f"{p} is not a working link"
+        assert p.resolve() == (ROOT / "book" / "data" / p.name).resolve(), p
+
+
+def test_the_committed_reference_values_are_the_scripts_run():
+    """book/data/reference_values.json holds what tools/reference_values.py computes at its own sizes
+    and seeds (not a trial run), for every value the pages compare with, each with its error."""
+    import json
+
+    import reference_values as rv
+
+    doc = json.loads(rv.TARGET.read_text())
+    assert doc["script"] == "tools/reference_values.py" and len(doc["commit"]) == 40
+    slopes, risks = doc["rate_slopes"], doc["risk_star"]
+    assert slopes["prompts"] == rv.RATE_PROMPTS * rv.RATE_BATCHES and slopes["L"] == rv.RATE_L
+    assert slopes["nodes"] == rv.RATE_NODES and slopes["seeds"][0] == rv.RATE_SEED
+    assert risks["prompts"] == rv.RISK_PROMPTS * rv.RISK_BATCHES
+    assert risks["seeds"][0] == rv.RISK_SEED
+    assert min(rv.RATE_SEED, rv.RISK_SEED) > 10_000  # independent of the seeds a reader sets
+    assert sorted(map(float, slopes["u"])) == rv.RATE_U
+    assert sorted(map(int, risks["L"])) == rv.RISK_L
+    for v in slopes["u"].values():
+        assert 0 < v["slope_se"] <= v["slope_se_fit"] and v["batches_se"] > 0, v
+    for v in risks["L"].values():
+        assert v["risk"] > 0 and v["se"] > 0, v
