@@ -63,3 +63,21 @@ def test_select_sizes():
         modes.select_sizes(table, "quick", show=False)
     with pytest.raises(ValueError, match="must list the keys"):
         modes.select_sizes({**table, "paper": {"L": 3}}, "fast", show=False)
+
+
+def test_committed_data_reads_the_book_folder_or_the_package_copy(tmp_path, monkeypatch):
+    import json
+    from pathlib import Path
+
+    from softlin.book import committed_data
+
+    source = Path(__file__).resolve().parents[1] / "book" / "data" / "paper_experiment.json"
+    monkeypatch.chdir(tmp_path)  # no data/ here: the package copy answers
+    assert committed_data("paper_experiment.json") == json.loads(source.read_text())
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "paper_experiment.json").write_text('{"lengths": []}')
+    assert committed_data("paper_experiment.json") == {"lengths": []}  # the book's folder first
+    assert committed_data("absent.json") is None
+    for bad in ("data/paper_experiment.json", "paper_experiment.csv", 3):
+        with pytest.raises(ValueError, match="name"):
+            committed_data(bad)
