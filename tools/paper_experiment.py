@@ -243,7 +243,8 @@ def provenance(device):
         ).stdout.strip()
         dirty = bool(
             subprocess.run(
-                ["git", "status", "--porcelain", "--untracked-files=no"],
+                # the code's state: the committed runs in book/data change as they train
+                ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!book/data"],
                 cwd=ROOT,
                 capture_output=True,
                 text=True,
