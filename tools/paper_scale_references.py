@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import paper_experiment as pe  # noqa: E402 (after the path it lives on)
 from softlin import icl  # noqa: E402
+from softlin.book import experiment  # noqa: E402
 
 TARGET = ROOT / "book" / "data" / "paper_scale_references.json"
 F64 = torch.float64
@@ -138,7 +139,9 @@ def longer_run_summary(path):
         for k in ("softmax", "linear"):
             KQ = torch.tensor(res["final"]["key_query"][k], dtype=F64) / math.sqrt(D_IN + 1)
             c = torch.tensor(res["final"]["output_value"][k], dtype=F64)
-            out["zero_block_size"][k] = [round(float(x), 4) for x in icl.zero_block_size(KQ, c)]
+            out["zero_block_size"][k] = [
+                round(float(x), 4) for x in experiment.zero_block_size(KQ, c)
+            ]
     return out
 
 
@@ -177,9 +180,9 @@ def main(argv=None):
             continue  # the Hessian at long prompts costs more than this script should
         KQ = torch.tensor(r["final"]["key_query"]["softmax"], dtype=F64) / math.sqrt(D_IN + 1)
         c = torch.tensor(r["final"]["output_value"]["softmax"], dtype=F64)
-        size = icl.zero_block_size(KQ, c)
-        outside = [int(s) for s in torch.nonzero(size >= icl.REDUCED_BASIN).flatten()]
-        inside = [int(s) for s in torch.nonzero(size < icl.REDUCED_BASIN).flatten()][:1]
+        size = experiment.zero_block_size(KQ, c)
+        outside = [int(s) for s in torch.nonzero(size >= experiment.REDUCED_BASIN).flatten()]
+        inside = [int(s) for s in torch.nonzero(size < experiment.REDUCED_BASIN).flatten()][:1]
         for s in outside + inside:
             ev = smallest_eigenvalues(KQ[s], c[s], r["L"], gen)
             curvature.append(

@@ -13,7 +13,8 @@ paper result it implements):
 The other modules are named after their ideas and load on first use (``softlin.icl.kms_covariance`` works
 after ``import softlin``): ``montecarlo`` (prompt sampler, standard errors, power-law fits),
 ``concentration`` (Section 3), ``stability`` (Section 4), ``icl`` (Section 5); the reader apparatus
-(modes, figure style, explorers, exercise self-checks) is the subpackage ``softlin.book``.
+(modes, figure style, explorers, exercise self-checks) and the experiment's training apparatus
+(``softlin.book.experiment``) are the subpackage ``softlin.book``.
 """
 
 import importlib
