@@ -28,12 +28,12 @@ import json
 import math
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import torch
+from checkout import git
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER_LENGTHS = list(range(10, 100, 10)) + list(range(100, 1001, 100))
@@ -215,27 +215,13 @@ def _training_code_of(tool_source):
 
 def _commit_with_code(digest):
     """The first commit of this checkout's history whose training code has ``digest``, or None."""
-    try:
-        revs = subprocess.run(
-            ["git", "rev-list", "--reverse", "HEAD"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.split()
-    except (OSError, subprocess.CalledProcessError):
+    revs = git("rev-list", "--reverse", "HEAD")
+    if revs is None:
         return None
-
-    def show(rev, path):
-        blob = subprocess.run(
-            ["git", "show", f"{rev}:{path}"], cwd=ROOT, capture_output=True, text=True, check=False
-        )
-        return blob.stdout if blob.returncode == 0 else None
-
-    for rev in revs:
-        tool = show(rev, "tools/paper_experiment.py")
+    for rev in revs.split():
+        tool = git("show", f"{rev}:tools/paper_experiment.py")
         code = _training_code_of(tool) if tool else None  # what that commit's tool digested
-        texts = {f: show(rev, f) for f in code or ()}
+        texts = {f: git("show", f"{rev}:{f}") for f in code or ()}
         if not code or None in texts.values():
             continue
         try:
@@ -247,22 +233,11 @@ def _commit_with_code(digest):
 
 
 def provenance(device):
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = bool(
-            subprocess.run(
-                # the code's state: the committed runs in book/data change as they train
-                ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!book/data"],
-                cwd=ROOT,
-                capture_output=True,
-                text=True,
-                check=False,
-            ).stdout.strip()
-        )
-    except (OSError, subprocess.CalledProcessError):
-        commit, dirty = "unknown", None
+    head = git("rev-parse", "HEAD")
+    # the code's state: the committed runs in book/data change as they train
+    status = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!book/data")
+    commit = "unknown" if head is None else head.strip()
+    dirty = None if head is None else bool((status or "").strip())
     name = platform.processor()
     if device.type == "cuda":
         name = torch.cuda.get_device_name(device)

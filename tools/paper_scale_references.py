@@ -28,8 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -40,6 +38,7 @@ from torch.func import hessian
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import paper_experiment as pe  # noqa: E402 (after the path it lives on)
+from checkout import results_header  # noqa: E402
 from softlin import icl  # noqa: E402
 from softlin.book import experiment  # noqa: E402
 
@@ -195,15 +194,8 @@ def main(argv=None):
                 }
             )
             print(f"L={r['L']} start {s} (reduced: {s in inside}): {ev}", flush=True)
-    commit = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
-    ).stdout.strip()
     doc = {
-        "description": __doc__.split("\n\n")[0],
-        "script": "tools/paper_scale_references.py",
-        "commit": commit,
-        "torch": torch.__version__,
-        "python": platform.python_version(),
+        **results_header("tools/paper_scale_references.py", __doc__),
         "seconds": round(time.perf_counter() - t0),
         "reduced_softmax_floor": floors,
         "curvature": {"replicates": REPLICATES, "prompts": HESSIAN_PROMPTS, "points": curvature},
