@@ -19,31 +19,9 @@ after ``import softlin``): ``montecarlo`` (prompt sampler, standard errors, powe
 
 import importlib
 
-from .attention import (
-    TiltedMoments,
-    TiltedSums,
-    linear_attention,
-    linear_mean,
-    softmax_attention,
-    softmax_weights,
-    tilted_mean,
-    tilted_moments,
-)
-from .measures import (
-    EmpiricalMeasure,
-    GaussianMeasure,
-    GaussianMixtureMeasure,
-    LogNormalMeasure,
-    RademacherMeasure,
-    StudentTMeasure,
-    TokenMeasure,
-    UniformMeasure,
-    attention_limit,
-    gauss_hermite_rule,
-    gaussian_attention_limit,
-    gaussian_range_factor,
-    linear_attention_limit,
-)
+from . import attention, measures
+from .attention import *  # noqa: F403 (the names of attention.__all__)
+from .measures import *  # noqa: F403 (the names of measures.__all__)
 
 __version__ = "0.2.0"
 
@@ -58,29 +36,8 @@ SUBMODULES = (
     "book",
 )
 
-__all__ = [
-    "EmpiricalMeasure",
-    "GaussianMeasure",
-    "GaussianMixtureMeasure",
-    "LogNormalMeasure",
-    "RademacherMeasure",
-    "StudentTMeasure",
-    "TiltedMoments",
-    "TiltedSums",
-    "TokenMeasure",
-    "UniformMeasure",
-    "attention_limit",
-    "gauss_hermite_rule",
-    "gaussian_attention_limit",
-    "gaussian_range_factor",
-    "linear_attention",
-    "linear_attention_limit",
-    "linear_mean",
-    "softmax_attention",
-    "softmax_weights",
-    "tilted_mean",
-    "tilted_moments",  # softlin.attention
-]  # softlin.measures
+#: The top-level names: those of the attention engine and of the token laws.
+__all__ = attention.__all__ + measures.__all__
 
 
 def __getattr__(name):
