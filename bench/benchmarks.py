@@ -12,7 +12,7 @@ load. Times are CPU times of the process on one thread (see :func:`compare_times
 
 1. Streaming softmax attention over one long prompt against one plain read pass over the same tokens,
    against a naive materialised softmax (:func:`naive_softmax_attention`), and its extra memory.
-2. The training step of the experiment (``softlin.icl.sgd_step``): one start (its softmax and its linear
+2. The training step of the experiment (``softlin.book.experiment.sgd_step``): one start (its softmax and its linear
    model) against the batch-drawing floor, S starts in one batched step against one start, and one model
    against a plain PyTorch loop (:class:`ReferenceTraining`).
 3. The time the closed-form infinite-prompt flow of chapter 5 takes to come within ``1e-8`` of the
@@ -381,7 +381,7 @@ class ReferenceAttention(torch.nn.Module):
 
     @classmethod
     def from_full_attention(cls, model):
-        """The same weights as a :class:`softlin.icl.FullAttention` (``nn.Linear`` stores ``(out, in)``,
+        """The same weights as a :class:`softlin.book.experiment.FullAttention` (``nn.Linear`` stores ``(out, in)``,
         as ``FullAttention`` does)."""
         ref = cls(model.D, dtype=model.Q.dtype, device=model.Q.device)
         with torch.no_grad():
@@ -470,7 +470,7 @@ def training_step_times(
     """Seconds per SGD step, fresh batch included, of the experiment's training (``softlin.icl``).
 
     Candidates: ``sampling`` (``PromptSampler.sample`` alone: the floor of any step on fresh data);
-    ``one_start`` (one start, its softmax and its linear model, ``icl.sgd_step`` on a fresh batch);
+    ``one_start`` (one start, its softmax and its linear model, ``experiment.sgd_step`` on a fresh batch);
     ``starts`` (``starts`` starts x {softmax, linear} in one step); ``one_model`` (one softmax model, the
     step of the plain loop's layout); ``plain`` (one start through the readable path, ``fused=False``,
     autograd); ``reference`` and ``reference_sampling`` (:class:`ReferenceTraining`, one softmax model,
@@ -480,20 +480,23 @@ def training_step_times(
     Returns a dict name -> seconds per step.
     """
     from softlin import icl
+    from softlin.book import experiment
 
     Sigma = icl.kms_covariance(d, 0.5, dtype=dtype)
     tau2, noise_var = 1.0 / d, 0.1
     gen = torch.Generator().manual_seed(seed)
 
     def pair(S):
-        soft = icl.FullAttention.initialise(
+        soft = experiment.FullAttention.initialise(
             d, generator=torch.Generator().manual_seed(seed), dtype=dtype, starts=S
         )
         return [soft, soft.clone(kind="linear")]
 
     one, many, plain = pair(1), pair(starts), pair(1)
     single = [
-        icl.FullAttention.initialise(d, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+        experiment.FullAttention.initialise(
+            d, generator=torch.Generator().manual_seed(seed), dtype=dtype
+        )
     ]
     sampler = icl.PromptSampler(Sigma, L, batch_size, tau2=tau2, noise_var=noise_var)
     reference = ReferenceTraining(
@@ -510,13 +513,13 @@ def training_step_times(
     tiny = 1e-12  # steps on one fixed batch: keep the weights (almost) where they are
     candidates = {
         "sampling": lambda: sampler.sample(gen),
-        "one_start": lambda: icl.sgd_step(one, sampler.sample(gen), lr),
-        "starts": lambda: icl.sgd_step(many, sampler.sample(gen), lr),
-        "one_model": lambda: icl.sgd_step(single, sampler.sample(gen), lr),
-        "plain": lambda: icl.sgd_step(plain, sampler.sample(gen), lr, fused=False),
+        "one_start": lambda: experiment.sgd_step(one, sampler.sample(gen), lr),
+        "starts": lambda: experiment.sgd_step(many, sampler.sample(gen), lr),
+        "one_model": lambda: experiment.sgd_step(single, sampler.sample(gen), lr),
+        "plain": lambda: experiment.sgd_step(plain, sampler.sample(gen), lr, fused=False),
         "reference": lambda: reference.step(gen),
         "reference_sampling": lambda: reference.sample(gen),
-        "one_start_fixed": lambda: icl.sgd_step(one, fixed, tiny),
+        "one_start_fixed": lambda: experiment.sgd_step(one, fixed, tiny),
         "reference_fixed": lambda: reference.step_on(*fixed_ref),
     }
     with single_thread(threads):

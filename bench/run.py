@@ -77,6 +77,7 @@ def book_figures():
 def profiles(L):
     """torch-profiler tables of one streaming call per dtype and of ten training steps of each loop."""
     from softlin import icl
+    from softlin.book import experiment
     from torch.profiler import ProfilerActivity, profile
 
     def show(title, fn, *args):
@@ -90,7 +91,7 @@ def profiles(L):
         return sl.softmax_attention(tokens, queries, U, V), bm.read_pass(tokens)
 
     def softlin_steps(models, sampler, gen):
-        return [icl.sgd_step(models, sampler.sample(gen), 1e-3) for _ in range(10)]
+        return [experiment.sgd_step(models, sampler.sample(gen), 1e-3) for _ in range(10)]
 
     def reference_steps(ref, gen):
         return [ref.step(gen) for _ in range(10)]
@@ -102,12 +103,12 @@ def profiles(L):
     for dtype in (torch.float32, torch.float64):
         Sigma = icl.kms_covariance(5, 0.5, dtype=dtype)
         gen = torch.Generator().manual_seed(0)
-        soft = icl.FullAttention.initialise(5, generator=gen, dtype=dtype, starts=bm.STARTS)
+        soft = experiment.FullAttention.initialise(5, generator=gen, dtype=dtype, starts=bm.STARTS)
         models = [soft, soft.clone(kind="linear")]
         sampler = icl.PromptSampler(Sigma, 1000, 128, tau2=0.2, noise_var=0.1)
         ref = bm.ReferenceTraining(
             bm.ReferenceAttention.from_full_attention(
-                icl.FullAttention(*(w[0] for w in soft.parameters()))
+                experiment.FullAttention(*(w[0] for w in soft.parameters()))
             ),
             Sigma,
             1000,

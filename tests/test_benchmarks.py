@@ -3,7 +3,7 @@
 
 The figures compare the library's fast paths with plain references, so the references must compute the
 same thing: the naive softmax equals ``softmax_attention``, and the plain ``nn.Module`` training loop
-has the same loss, gradients and SGD update as ``softlin.icl.sgd_step`` (float64, to 1e-10). No test
+has the same loss, gradients and SGD update as ``softlin.book.experiment.sgd_step`` (float64, to 1e-10). No test
 here asserts a time.
 """
 
@@ -17,6 +17,7 @@ import pytest
 import softlin as sl
 import torch
 from softlin import icl
+from softlin.book import experiment
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import benchmarks as bm
@@ -45,7 +46,7 @@ def test_attention_problem_shapes_and_dtype():
 
 
 def test_reference_module_has_the_full_models_predictions(gen):
-    model = icl.FullAttention.initialise(5, generator=gen, dtype=F64)
+    model = experiment.FullAttention.initialise(5, generator=gen, dtype=F64)
     p = icl.sample_prompts(SIGMA, 30, 8, tau2=0.2, noise_var=0.1, generator=gen)
     ref = bm.ReferenceAttention.from_full_attention(model)
     torch.testing.assert_close(
@@ -57,7 +58,7 @@ def test_reference_module_has_the_full_models_predictions(gen):
 def test_training_gradients_equal_the_reference_to_1e_10(gen, L):
     # float64 gradients of softlin's fused step (read off one SGD step with lr = 1) equal the autograd
     # gradients of the plain nn.Module loop to 1e-10 (both are rounding-level, ~1e-15).
-    model = icl.FullAttention.initialise(5, generator=gen, dtype=F64)
+    model = experiment.FullAttention.initialise(5, generator=gen, dtype=F64)
     ref = bm.ReferenceTraining(
         bm.ReferenceAttention.from_full_attention(model),
         SIGMA,
@@ -73,14 +74,14 @@ def test_training_gradients_equal_the_reference_to_1e_10(gen, L):
         tokens, queries, targets, torch.zeros(16, 5, dtype=F64)
     )  # tasks unused
     stepped = model.clone()
-    (loss,) = icl.sgd_step([stepped], batch, 1.0)
+    (loss,) = experiment.sgd_step([stepped], batch, 1.0)
     assert abs(float(loss) - float(loss_ref)) <= 1e-10 * max(1.0, abs(float(loss_ref)))
     for before, after, theirs in zip(model.parameters(), stepped.parameters(), grads_ref):
         assert float((before - after - theirs).abs().max()) <= 1e-10
 
 
 def test_one_sgd_step_equals_the_reference_optimizer_step(gen):
-    model = icl.FullAttention.initialise(5, generator=gen, dtype=F64)
+    model = experiment.FullAttention.initialise(5, generator=gen, dtype=F64)
     ref = bm.ReferenceTraining(
         bm.ReferenceAttention.from_full_attention(model),
         SIGMA,
@@ -93,7 +94,7 @@ def test_one_sgd_step_equals_the_reference_optimizer_step(gen):
     for _ in range(3):  # three steps on fresh batches, each batch fed to both
         tokens, queries, targets = ref.sample(gen)
         batch = icl.RegressionPrompts(tokens, queries, targets, torch.zeros(32, 5, dtype=F64))
-        (loss,) = icl.sgd_step([model], batch, 0.05)
+        (loss,) = experiment.sgd_step([model], batch, 0.05)
         ref.optimizer.zero_grad()
         loss_ref = ref.loss_fn(ref.model(tokens, queries), targets)
         loss_ref.backward()

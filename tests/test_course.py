@@ -128,6 +128,21 @@ def exercises(nb) -> list[tuple[int, str, bool]]:
     return out
 
 
+def first_cell(cells, kind, pattern, *, tag=None, flags=0):
+    """The index of the first ``kind`` cell (tagged ``tag``, if given) whose source matches
+    ``pattern``, or None."""
+    return next(
+        (
+            j
+            for j, c in enumerate(cells)
+            if c.cell_type == kind
+            and (tag is None or tag in c.metadata.get("tags", []))
+            and re.search(pattern, c.source, flags)
+        ),
+        None,
+    )
+
+
 def exercise_problems(md: Path) -> list[str]:
     """What is missing for each exercise of ``md`` that is neither self-checking nor marked conceptual."""
     nb = jupytext.read(md)
@@ -152,43 +167,9 @@ def exercise_problems(md: Path) -> list[str]:
                 problems.append(f"{label}: softlin.book.exercises.KEYS has no key for it")
             key = check = registered
         else:
-            key = check = None
-        key = (
-            key
-            if registered is not None
-            else next(
-                (
-                    j
-                    for j, c in enumerate(cells)
-                    if c.cell_type == "code"
-                    and re.search(rf"^(def {name}\(|{name}\s*=)", c.source, re.MULTILINE)
-                ),
-                None,
-            )
-        )
-        check = (
-            check
-            if registered is not None
-            else next(
-                (
-                    j
-                    for j, c in enumerate(cells)
-                    if c.cell_type == "code"
-                    and "exercise-check" in c.metadata.get("tags", [])
-                    and re.search(rf"\b{name}\(\s*answer\s*\)", c.source)
-                ),
-                None,
-            )
-        )
-        solution = next(
-            (
-                j
-                for j, c in enumerate(cells)
-                if c.cell_type == "markdown"
-                and re.search(rf"\{{solution\}}\s*{re.escape(label)}\b", c.source)
-            ),
-            None,
-        )
+            key = first_cell(cells, "code", rf"^(def {name}\(|{name}\s*=)", flags=re.MULTILINE)
+            check = first_cell(cells, "code", rf"\b{name}\(\s*answer\s*\)", tag="exercise-check")
+        solution = first_cell(cells, "markdown", rf"\{{solution\}}\s*{re.escape(label)}\b")
         if key is None or check is None:
             problems.append(
                 f"{label}: no {'key cell defining ' + name if key is None else 'exercise-check cell'} "

@@ -1,5 +1,5 @@
 """In-context linear regression (softlin.icl): the prompt sampler, the reduced model and its risks, the
-infinite-prompt flow, and the experiment's full model with its fused SGD step.
+infinite-prompt flow; and the experiment's full model with its fused SGD step (softlin.book.experiment).
 
 Monte Carlo tolerances are a few standard errors of the estimate they check (stated in each test); exact
 identities are checked to rounding. The chapter's own experiment (training loops, baselines, figures) is
@@ -14,6 +14,7 @@ import pytest
 import softlin as sl
 import torch
 from softlin import icl
+from softlin.book import experiment
 
 F64 = torch.float64
 SIGMA = icl.kms_covariance(5, 0.5)
@@ -413,11 +414,11 @@ class _Reference(torch.nn.Module):
 def test_full_model_gradients_equal_an_nn_module_reference(gen, kind):
     """Both paths of sgd_step (fused, and autograd of the plain forward) take the SGD step of a plain
     nn.Module with separate nn.Linear layers, for every start of a stack (float64: rounding only)."""
-    model = icl.FullAttention.initialise(5, kind=kind, generator=gen, dtype=F64, starts=3)
+    model = experiment.FullAttention.initialise(5, kind=kind, generator=gen, dtype=F64, starts=3)
     p = icl.sample_prompts(SIGMA, 40, 16, tau2=0.2, noise_var=0.1, generator=gen)
     for fused in (True, False):
         trained = model.clone()
-        losses = icl.sgd_step([trained], p, 0.3, fused=fused)[0]
+        losses = experiment.sgd_step([trained], p, 0.3, fused=fused)[0]
         for s in range(3):
             ref = _Reference(*(w[s] for w in model.parameters()), linear=kind == "linear")
             loss_ref = ((ref(p.tokens, p.queries) - p.targets) ** 2).mean()
@@ -440,17 +441,17 @@ def test_fused_step_equals_autograd_of_the_plain_forward(gen, n_lin):
     """The fast path against the readable one: losses, and the updates (lr times the gradients), agree to
     float64 rounding for a mixed list (a softmax stack, a linear stack, an unbatched model), on the
     sampler's layout and on contiguous tokens."""
-    soft = icl.FullAttention.initialise(5, generator=gen, dtype=F64, starts=3)
-    lin = icl.FullAttention.initialise(5, generator=gen, dtype=F64, starts=n_lin).clone(
+    soft = experiment.FullAttention.initialise(5, generator=gen, dtype=F64, starts=3)
+    lin = experiment.FullAttention.initialise(5, generator=gen, dtype=F64, starts=n_lin).clone(
         kind="linear"
     )
-    one = icl.FullAttention.initialise(5, generator=gen, dtype=F64)
+    one = experiment.FullAttention.initialise(5, generator=gen, dtype=F64)
     p = icl.sample_prompts(SIGMA, 37, 16, tau2=0.2, noise_var=0.1, generator=gen)
     for tokens in (p.tokens, p.tokens.contiguous()):
         batch = icl.RegressionPrompts(tokens, p.queries, p.targets, p.tasks)
         fast, plain = [[m.clone() for m in (lin, soft, one)] for _ in range(2)]
-        l_fast = icl.sgd_step(fast, batch, 0.7, fused=True)
-        l_plain = icl.sgd_step(plain, batch, 0.7, fused=False)
+        l_fast = experiment.sgd_step(fast, batch, 0.7, fused=True)
+        l_plain = experiment.sgd_step(plain, batch, 0.7, fused=False)
         for a, b in zip(l_fast, l_plain):
             assert a.shape == b.shape and torch.allclose(a, b, rtol=1e-12, atol=1e-14)
         for ma, mb, m0 in zip(fast, plain, (lin, soft, one)):
@@ -460,7 +461,7 @@ def test_fused_step_equals_autograd_of_the_plain_forward(gen, n_lin):
 
 @pytest.mark.parametrize("kind", ["softmax", "linear"])
 def test_full_model_is_attention_with_merged_matrices(gen, kind):
-    model = icl.FullAttention.initialise(5, kind=kind, generator=gen, dtype=F64)
+    model = experiment.FullAttention.initialise(5, kind=kind, generator=gen, dtype=F64)
     p = icl.sample_prompts(SIGMA, 25, 8, generator=gen)
     U = model.key_query() / math.sqrt(6)
     V = model.output_value()[None]  # (1, D)
@@ -470,10 +471,10 @@ def test_full_model_is_attention_with_merged_matrices(gen, kind):
 
 
 def test_full_model_starts_are_independent_models(gen):
-    stack = icl.FullAttention.initialise(
+    stack = experiment.FullAttention.initialise(
         5, generator=torch.Generator().manual_seed(3), dtype=F64, starts=4
     )
-    first = icl.FullAttention.initialise(
+    first = experiment.FullAttention.initialise(
         5, generator=torch.Generator().manual_seed(3), dtype=F64, starts=2
     )
     # start s does not depend on S
@@ -482,13 +483,13 @@ def test_full_model_starts_are_independent_models(gen):
     pred = stack.predict(p.tokens, p.queries)
     assert pred.shape == (4, 6)
     for s in range(4):
-        single = icl.FullAttention(*(w[s] for w in stack.parameters()))
+        single = experiment.FullAttention(*(w[s] for w in stack.parameters()))
         assert torch.allclose(pred[s], single.predict(p.tokens, p.queries), atol=1e-13)
     assert stack.loss(p).shape == (4,) and stack.key_query().shape == (4, 6, 6)
 
 
 def test_full_model_init_is_pytorch_linear_default(gen):
-    m = icl.FullAttention.initialise(5, generator=gen)
+    m = experiment.FullAttention.initialise(5, generator=gen)
     assert m.Q.dtype == torch.float32 and m.Q.shape == (6, 6) and m.o.shape == (6,)
     bound = 1 / math.sqrt(6)
     for w in m.parameters():
@@ -496,23 +497,23 @@ def test_full_model_init_is_pytorch_linear_default(gen):
 
 
 def test_sgd_step_and_full_model_errors(gen):
-    model = icl.FullAttention.initialise(5, generator=gen, dtype=F64)
+    model = experiment.FullAttention.initialise(5, generator=gen, dtype=F64)
     p = icl.sample_prompts(SIGMA, 30, 8, tau2=0.2, noise_var=0.1, generator=gen)
     with pytest.raises(ValueError, match="o must have shape"):
-        icl.FullAttention(model.Q, model.K, model.V, model.o[:3])
+        experiment.FullAttention(model.Q, model.K, model.V, model.o[:3])
     with pytest.raises(ValueError, match="kind must be one of"):
-        icl.FullAttention(*model.parameters(), kind="relu")
+        experiment.FullAttention(*model.parameters(), kind="relu")
     with pytest.raises(ValueError, match="tokens must have shape"):
         model.predict(p.tokens[..., :5], p.queries[..., :5])
     with pytest.raises(TypeError, match="models must be a non-empty sequence"):
-        icl.sgd_step(model, p, 0.1)
+        experiment.sgd_step(model, p, 0.1)
     with pytest.raises(ValueError, match="lr must be positive"):
-        icl.sgd_step([model], p, 0.0)
+        experiment.sgd_step([model], p, 0.0)
     with pytest.raises(ValueError, match="dtype"):
-        icl.sgd_step([model.to(torch.float32)], p, 0.1)
+        experiment.sgd_step([model.to(torch.float32)], p, 0.1)
     bad = icl.RegressionPrompts(p.tokens.clone(), p.queries, p.targets, p.tasks)
     bad.tokens[0, 0, 0] = float("nan")  # no value pass per step: the loss shows it
-    assert not math.isfinite(float(icl.sgd_step([model.clone()], bad, 0.1)[0]))
+    assert not math.isfinite(float(experiment.sgd_step([model.clone()], bad, 0.1)[0]))
     with pytest.raises(ValueError, match="tokens must be finite"):
         model.predict(bad.tokens, bad.queries)
 
@@ -561,13 +562,15 @@ def test_linear_class_optimum_is_the_least_error_of_linear_attention(gen, L, rel
 def test_zero_block_size_is_zero_for_the_reduced_model_and_scale_free(gen):
     A, b = icl.bayes_optimal_parameters(SIGMA)
     U, V = icl.reduced_attention_matrices(A, b)
-    assert float(icl.zero_block_size(U, V[-1])) == 0.0  # the reduced read-out: the label row of V
+    assert (
+        float(experiment.zero_block_size(U, V[-1])) == 0.0
+    )  # the reduced read-out: the label row of V
     U2, c2 = (
         torch.randn(3, 6, 6, generator=gen, dtype=F64),
         torch.randn(3, 6, generator=gen, dtype=F64),
     )
-    size = icl.zero_block_size(U2, c2)
+    size = experiment.zero_block_size(U2, c2)
     assert size.shape == (3,) and bool((size > 0).all())
-    assert torch.allclose(icl.zero_block_size(-2.5 * U2, 0.1 * c2), size, rtol=1e-14)
+    assert torch.allclose(experiment.zero_block_size(-2.5 * U2, 0.1 * c2), size, rtol=1e-14)
     with pytest.raises(ValueError, match="c"):
-        icl.zero_block_size(U2, c2[:, :5])
+        experiment.zero_block_size(U2, c2[:, :5])

@@ -19,6 +19,7 @@ import pytest
 import torch
 from scipy import stats
 from softlin import icl
+from softlin.book import experiment
 
 RESULTS = json.loads(pe.RESULTS.read_text())
 
@@ -117,7 +118,7 @@ def test_bayes_errors_are_the_ridge_errors_and_beat_other_lambdas():
     p = icl.sample_prompts(
         Sigma, L, 100_000, tau2=tau2, noise_var=s2, generator=torch.Generator().manual_seed(4)
     )
-    risk, ridge = icl.bayes_errors(p, tau2=tau2, noise_var=s2)
+    risk, ridge = experiment.bayes_errors(p, tau2=tau2, noise_var=s2)
     # E[ridge error | inputs] = the Bayes risk given the inputs: equal means within 4 SE of the difference
     diff = ridge - risk
     assert abs(float(diff.mean())) < 4 * float(diff.std()) / math.sqrt(diff.numel())
@@ -134,14 +135,13 @@ def test_bayes_errors_are_the_ridge_errors_and_beat_other_lambdas():
 def test_the_code_digest_ignores_docstrings_and_comments_but_not_code():
     texts = {f: (pe.ROOT / f).read_text() for f in pe.TRAINING_CODE}
     base = pe._digest(texts)
-    doc = dict(texts)
-    doc["lib/softlin/icl.py"] = texts["lib/softlin/icl.py"].replace(
+    doc, path = dict(texts), "lib/softlin/book/experiment.py"
+    doc[path] = texts[path].replace(
         '"""One plain SGD step on the batch MSE',
         '"""A reworded docstring.\n\n    One plain SGD step',
         1,
     )
-    icl_text = doc["lib/softlin/icl.py"]
-    doc["lib/softlin/icl.py"] = icl_text.replace("    if fused:\n", "    if fused:  # a\n", 1)
+    doc[path] = doc[path].replace("    if fused:\n", "    if fused:  # a\n", 1)
     assert doc != texts and pe._digest(doc) == base
     code = dict(texts)
     code["lib/softlin/_fast.py"] = texts["lib/softlin/_fast.py"].replace(
@@ -156,16 +156,16 @@ def test_the_page_and_the_tool_run_one_protocol(tmp_path):
     settings = {"steps": 200, "starts": 2, "n_test": 512, "record_every": 100, "lr": 0.01}
     tool = pe.run(10, settings, out=tmp_path, progress=False)
     Sigma = icl.kms_covariance(5, 0.5, dtype=torch.float32)
-    models = icl.experiment_starts(5, 2, generator=torch.Generator().manual_seed(0))
+    models = experiment.experiment_starts(5, 2, generator=torch.Generator().manual_seed(0))
     sampler = icl.PromptSampler(Sigma, 10, 128, tau2=0.2, noise_var=0.1)
-    for _ in icl.sgd_run(models, sampler, torch.Generator().manual_seed(1), 0.01, 200):
+    for _ in experiment.sgd_run(models, sampler, torch.Generator().manual_seed(1), 0.01, 200):
         pass
     with torch.no_grad():
         for m in models:
             errs = torch.cat(
                 [
                     ((m.predict(p.tokens, p.queries) - p.targets) ** 2).double()
-                    for p in icl.held_out_prompts(Sigma, 10, 512, tau2=0.2, noise_var=0.1)
+                    for p in experiment.held_out_prompts(Sigma, 10, 512, tau2=0.2, noise_var=0.1)
                 ],
                 -1,
             )

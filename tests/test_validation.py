@@ -13,6 +13,7 @@ import softlin as sl
 import torch
 from softlin import _checks, icl
 from softlin import stability as st
+from softlin.book import experiment
 
 F64 = torch.float64
 VALIDATORS = ("as_tensor_arg", "check_sigma", "check_psd", "check_weights", "check_measure")
@@ -109,7 +110,9 @@ def test_the_infinite_prompt_flow_checks_nothing_per_step(counts):
 
 
 def test_a_dtype_mismatch_names_the_models_parameters():
-    model = icl.FullAttention.initialise(2, generator=torch.Generator().manual_seed(0))  # float32
+    model = experiment.FullAttention.initialise(
+        2, generator=torch.Generator().manual_seed(0)
+    )  # float32
     tokens, queries = torch.zeros(4, 5, 3, dtype=F64), torch.zeros(4, 1, 3, dtype=F64)
     with pytest.raises(ValueError, match=r"the model's Q has dtype torch\.float32") as err:
         model.predict(tokens, queries)

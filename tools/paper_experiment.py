@@ -10,7 +10,7 @@ Protocol (the authors' released script): d = 5, KMS(0.5) covariance, task prior
 N(0, I/d), label noise of variance 0.1, plain SGD at lr 1e-3 on the batch MSE, 128 fresh prompts per step,
 300 000 steps, PyTorch's default initialisation. Here ``--starts`` random starts (8 by default), each
 shared by its softmax and its linear model, and all 2S models train on one data stream: one batch a step,
-read once by all of them (``softlin.icl.sgd_step``). Seeds: the starts come from ``seed``, the stream
+read once by all of them (``softlin.book.experiment.sgd_step``). Seeds: the starts come from ``seed``, the stream
 from ``seed + 1``, the test prompts from ``10_000 + L`` (as in the chapter).
 
 Every ``--checkpoint-every`` steps (1 000) the models, the stream's generator state and the history go to
@@ -28,12 +28,12 @@ import json
 import math
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import torch
+from checkout import git
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER_LENGTHS = list(range(10, 100, 10)) + list(range(100, 1001, 100))
@@ -62,11 +62,19 @@ def _icl():
     return icl
 
 
+def _experiment():
+    from softlin.book import experiment
+
+    return experiment
+
+
 def test_batches(settings, L, device):
-    """The test prompts of length L (``icl.held_out_prompts``: ``n_test`` of them, seed 10 000 + L)."""
-    icl = _icl()
-    Sigma = icl.kms_covariance(settings["d"], settings["rho"], dtype=torch.float32, device=device)
-    return icl.held_out_prompts(
+    """The test prompts of length L (``experiment.held_out_prompts``: ``n_test`` of them, seed
+    10 000 + L)."""
+    Sigma = _icl().kms_covariance(
+        settings["d"], settings["rho"], dtype=torch.float32, device=device
+    )
+    return _experiment().held_out_prompts(
         Sigma,
         L,
         settings["n_test"],
@@ -86,7 +94,7 @@ def evaluate(models, settings, L, device, *, baselines=False):
             for k, m in models.items():
                 errs[k].append(((m.predict(p.tokens, p.queries) - p.targets) ** 2).double().cpu())
             if baselines:
-                b, r = _icl().bayes_errors(
+                b, r = _experiment().bayes_errors(
                     p, tau2=settings["tau2"], noise_var=settings["noise_var"]
                 )
                 bayes.append(b.cpu())
@@ -117,10 +125,10 @@ def evaluate(models, settings, L, device, *, baselines=False):
 
 
 def starting_models(settings, device):
-    """The S starts (``seed``) of ``icl.experiment_starts``, by kind: softmax and linear from the same
+    """The S starts (``seed``) of ``experiment.experiment_starts``, by kind: softmax and linear from the same
     weights, or, with ``different_starts`` (the released script's default), separate draws."""
     gen = torch.Generator(device).manual_seed(settings["seed"])
-    models = _icl().experiment_starts(
+    models = _experiment().experiment_starts(
         settings["d"],
         settings["starts"],
         generator=gen,
@@ -133,15 +141,13 @@ def starting_models(settings, device):
 # What the numbers depend on: these definitions, compared without docstrings and comments (so that a
 # result can be matched with the commit that holds exactly this code, see merge).
 TRAINING_CODE = {
-    "lib/softlin/icl.py": (
+    "lib/softlin/icl.py": ("kms_covariance", "PromptSampler", "sample_prompts"),
+    "lib/softlin/book/experiment.py": (
+        "FullAttention",
         "experiment_starts",
         "held_out_prompts",
         "bayes_errors",
         "sgd_run",
-        "kms_covariance",
-        "PromptSampler",
-        "sample_prompts",
-        "FullAttention",
         "_check_prompts",
         "sgd_step",
     ),
@@ -187,7 +193,11 @@ def code_hash():
 
     pkg = Path(softlin.__file__).resolve().parent
     files = {
-        f: (Path(__file__).resolve() if f.startswith("tools/") else pkg / Path(f).name)
+        f: (
+            Path(__file__).resolve()
+            if f.startswith("tools/")
+            else pkg / Path(f).relative_to("lib/softlin")
+        )
         for f in TRAINING_CODE
     }
     return _digest({f: p.read_text() for f, p in files.items()})
@@ -205,27 +215,13 @@ def _training_code_of(tool_source):
 
 def _commit_with_code(digest):
     """The first commit of this checkout's history whose training code has ``digest``, or None."""
-    try:
-        revs = subprocess.run(
-            ["git", "rev-list", "--reverse", "HEAD"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.split()
-    except (OSError, subprocess.CalledProcessError):
+    revs = git("rev-list", "--reverse", "HEAD")
+    if revs is None:
         return None
-
-    def show(rev, path):
-        blob = subprocess.run(
-            ["git", "show", f"{rev}:{path}"], cwd=ROOT, capture_output=True, text=True, check=False
-        )
-        return blob.stdout if blob.returncode == 0 else None
-
-    for rev in revs:
-        tool = show(rev, "tools/paper_experiment.py")
+    for rev in revs.split():
+        tool = git("show", f"{rev}:tools/paper_experiment.py")
         code = _training_code_of(tool) if tool else None  # what that commit's tool digested
-        texts = {f: show(rev, f) for f in code or ()}
+        texts = {f: git("show", f"{rev}:{f}") for f in code or ()}
         if not code or None in texts.values():
             continue
         try:
@@ -237,22 +233,11 @@ def _commit_with_code(digest):
 
 
 def provenance(device):
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = bool(
-            subprocess.run(
-                # the code's state: the committed runs in book/data change as they train
-                ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!book/data"],
-                cwd=ROOT,
-                capture_output=True,
-                text=True,
-                check=False,
-            ).stdout.strip()
-        )
-    except (OSError, subprocess.CalledProcessError):
-        commit, dirty = "unknown", None
+    head = git("rev-parse", "HEAD")
+    # the code's state: the committed runs in book/data change as they train
+    status = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!book/data")
+    commit = "unknown" if head is None else head.strip()
+    dirty = None if head is None else bool((status or "").strip())
     name = platform.processor()
     if device.type == "cuda":
         name = torch.cuda.get_device_name(device)
@@ -399,7 +384,7 @@ def run(
     steps = settings["steps"]
     bar = tqdm(total=steps, initial=step, disable=not progress, desc=f"L={L}", mininterval=5)
     t0, result, done = time.perf_counter(), None, step
-    for step, losses in icl.sgd_run(
+    for step, losses in _experiment().sgd_run(
         [models[k] for k in kinds], sampler, stream, settings["lr"], steps, done=done
     ):
         if block is None:

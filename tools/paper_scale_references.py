@@ -28,8 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -40,7 +38,9 @@ from torch.func import hessian
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import paper_experiment as pe  # noqa: E402 (after the path it lives on)
+from checkout import results_header  # noqa: E402
 from softlin import icl  # noqa: E402
+from softlin.book import experiment  # noqa: E402
 
 TARGET = ROOT / "book" / "data" / "paper_scale_references.json"
 F64 = torch.float64
@@ -138,7 +138,9 @@ def longer_run_summary(path):
         for k in ("softmax", "linear"):
             KQ = torch.tensor(res["final"]["key_query"][k], dtype=F64) / math.sqrt(D_IN + 1)
             c = torch.tensor(res["final"]["output_value"][k], dtype=F64)
-            out["zero_block_size"][k] = [round(float(x), 4) for x in icl.zero_block_size(KQ, c)]
+            out["zero_block_size"][k] = [
+                round(float(x), 4) for x in experiment.zero_block_size(KQ, c)
+            ]
     return out
 
 
@@ -177,9 +179,9 @@ def main(argv=None):
             continue  # the Hessian at long prompts costs more than this script should
         KQ = torch.tensor(r["final"]["key_query"]["softmax"], dtype=F64) / math.sqrt(D_IN + 1)
         c = torch.tensor(r["final"]["output_value"]["softmax"], dtype=F64)
-        size = icl.zero_block_size(KQ, c)
-        outside = [int(s) for s in torch.nonzero(size >= icl.REDUCED_BASIN).flatten()]
-        inside = [int(s) for s in torch.nonzero(size < icl.REDUCED_BASIN).flatten()][:1]
+        size = experiment.zero_block_size(KQ, c)
+        outside = [int(s) for s in torch.nonzero(size >= experiment.REDUCED_BASIN).flatten()]
+        inside = [int(s) for s in torch.nonzero(size < experiment.REDUCED_BASIN).flatten()][:1]
         for s in outside + inside:
             ev = smallest_eigenvalues(KQ[s], c[s], r["L"], gen)
             curvature.append(
@@ -192,15 +194,8 @@ def main(argv=None):
                 }
             )
             print(f"L={r['L']} start {s} (reduced: {s in inside}): {ev}", flush=True)
-    commit = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
-    ).stdout.strip()
     doc = {
-        "description": __doc__.split("\n\n")[0],
-        "script": "tools/paper_scale_references.py",
-        "commit": commit,
-        "torch": torch.__version__,
-        "python": platform.python_version(),
+        **results_header("tools/paper_scale_references.py", __doc__),
         "seconds": round(time.perf_counter() - t0),
         "reduced_softmax_floor": floors,
         "curvature": {"replicates": REPLICATES, "prompts": HESSIAN_PROMPTS, "points": curvature},

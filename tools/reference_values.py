@@ -46,12 +46,12 @@ import json
 import math
 import platform
 import re
-import subprocess
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
+from checkout import results_header
 from softlin import GaussianMeasure, gauss_hermite_rule, icl
 from softlin import concentration as cc
 from softlin.montecarlo import fit_power_law, mean_and_stderr
@@ -194,15 +194,8 @@ def main():
         parts[name] = fn(args.scale)
         seconds[name] = round(time.perf_counter() - t0)
         cpu[name] = round(time.process_time() - c0)
-    commit = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
-    ).stdout.strip()
     doc = {
-        "description": __doc__.split("\n\n")[0],
-        "script": "tools/reference_values.py",
-        "commit": commit,
-        "torch": torch.__version__,
-        "python": platform.python_version(),
+        **results_header("tools/reference_values.py", __doc__),
         "cpu": cpu_name(),
         "threads": torch.get_num_threads(),
         "seconds": seconds,

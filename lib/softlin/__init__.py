@@ -13,36 +13,15 @@ paper result it implements):
 The other modules are named after their ideas and load on first use (``softlin.icl.kms_covariance`` works
 after ``import softlin``): ``montecarlo`` (prompt sampler, standard errors, power-law fits),
 ``concentration`` (Section 3), ``stability`` (Section 4), ``icl`` (Section 5); the reader apparatus
-(modes, figure style, explorers, exercise self-checks) is the subpackage ``softlin.book``.
+(modes, figure style, explorers, exercise self-checks) and the experiment's training apparatus
+(``softlin.book.experiment``) are the subpackage ``softlin.book``.
 """
 
 import importlib
 
-from .attention import (
-    TiltedMoments,
-    TiltedSums,
-    linear_attention,
-    linear_mean,
-    softmax_attention,
-    softmax_weights,
-    tilted_mean,
-    tilted_moments,
-)
-from .measures import (
-    EmpiricalMeasure,
-    GaussianMeasure,
-    GaussianMixtureMeasure,
-    LogNormalMeasure,
-    RademacherMeasure,
-    StudentTMeasure,
-    TokenMeasure,
-    UniformMeasure,
-    attention_limit,
-    gauss_hermite_rule,
-    gaussian_attention_limit,
-    gaussian_range_factor,
-    linear_attention_limit,
-)
+from . import attention, measures
+from .attention import *  # noqa: F403 (the names of attention.__all__)
+from .measures import *  # noqa: F403 (the names of measures.__all__)
 
 __version__ = "0.2.0"
 
@@ -57,29 +36,8 @@ SUBMODULES = (
     "book",
 )
 
-__all__ = [
-    "EmpiricalMeasure",
-    "GaussianMeasure",
-    "GaussianMixtureMeasure",
-    "LogNormalMeasure",
-    "RademacherMeasure",
-    "StudentTMeasure",
-    "TiltedMoments",
-    "TiltedSums",
-    "TokenMeasure",
-    "UniformMeasure",
-    "attention_limit",
-    "gauss_hermite_rule",
-    "gaussian_attention_limit",
-    "gaussian_range_factor",
-    "linear_attention",
-    "linear_attention_limit",
-    "linear_mean",
-    "softmax_attention",
-    "softmax_weights",
-    "tilted_mean",
-    "tilted_moments",  # softlin.attention
-]  # softlin.measures
+#: The top-level names: those of the attention engine and of the token laws.
+__all__ = attention.__all__ + measures.__all__
 
 
 def __getattr__(name):

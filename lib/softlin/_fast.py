@@ -125,8 +125,9 @@ def _one_shift_pass(tokens, a, weights, c):
 
 
 # ==================================================================================================
-# The fused training step of softlin.icl.FullAttention: selected by ``icl.sgd_step(..., fused=True)`` and
-# tested equal, values and gradients, to autograd of ``FullAttention.loss`` (tests/test_icl.py).
+# The fused training step of softlin.book.experiment.FullAttention: selected by
+# ``experiment.sgd_step(..., fused=True)`` and tested equal, values and gradients, to autograd of
+# ``FullAttention.loss`` (tests/test_icl.py).
 
 
 def fused_sgd_step(models, tokens, zq, targets, lr):
