@@ -115,6 +115,58 @@ Easy.
     assert out.count("{exercise}") == 2 and "Do it." in out and "## Summary" in out
 
 
+def test_a_changed_vendored_file_list_re_extracts(monkeypatch):
+    stamp = fetch_vendor.wanted()
+    spec, (digest, files) = next(iter(fetch_vendor.PACKAGES.items()))
+    monkeypatch.setitem(fetch_vendor.PACKAGES, spec, (digest, [*files, ("package/x.js", "x.js")]))
+    assert fetch_vendor.wanted()[spec] != stamp[spec] and fetch_vendor.wanted()[spec].startswith(
+        digest
+    )
+
+
+def figure_png(path: Path, transparent: bool = False) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(4, 3), dpi=100)
+    x = np.linspace(0, 6, 200)
+    for k in range(4):
+        ax.plot(x, np.sin(x + k), label=f"series {k}")
+    ax.imshow(np.outer(x, x), extent=(0, 2, -1, 0), aspect="auto")
+    ax.legend()
+    fig.savefig(path, transparent=transparent, facecolor="none" if transparent else "white")
+    plt.close(fig)
+    return path
+
+
+def test_a_figure_is_served_as_a_palette_png_of_the_same_size_and_close_pixels(tmp_path):
+    import numpy as np
+    from PIL import Image
+
+    png = figure_png(tmp_path / "f.png")
+    before = Image.open(png).convert("RGB")
+    size_before, size_after = book_site.slim_png(png)
+    after = Image.open(png)
+    assert after.mode == "P" and after.size == before.size and size_after < size_before / 2
+    assert after.info["dpi"] == Image.open(figure_png(tmp_path / "g.png")).info["dpi"]
+    err = np.abs(np.asarray(after.convert("RGB"), np.int16) - np.asarray(before, np.int16))
+    assert err.max() <= book_site.PALETTE_MAX_ERROR
+    assert book_site.slim_png(png) == (size_after, size_after)  # a second pass changes nothing
+
+
+def test_a_transparent_figure_keeps_every_pixel(tmp_path):
+    import numpy as np
+    from PIL import Image
+
+    png = figure_png(tmp_path / "t.png", transparent=True)
+    before = np.asarray(Image.open(png))
+    book_site.slim_png(png)
+    assert np.array_equal(np.asarray(Image.open(png)), before)
+
+
 def test_colab_badge_url_comes_from_the_repository_config():
     config = SimpleNamespace(
         html_theme_options={

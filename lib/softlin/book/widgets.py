@@ -123,7 +123,8 @@ def _draw(plot, params, position=None):
 
 
 def _png(rgb, colours: int | None = None) -> bytes:
-    """PNG bytes of an RGB array; ``colours`` quantises to a palette (about 3x smaller for line art)."""
+    """PNG bytes of an RGB array; ``colours`` quantises to a palette (about 3x smaller for line art) and
+    compresses harder (the static site's frames: about 7 % smaller than at the live redraw's level 6)."""
     import io
 
     from PIL import Image
@@ -134,7 +135,7 @@ def _png(rgb, colours: int | None = None) -> bytes:
             colors=colours, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE
         )
     buf = io.BytesIO()
-    img.save(buf, format="png", compress_level=6)
+    img.save(buf, format="png", compress_level=9 if colours else 6)
     return buf.getvalue()
 
 
