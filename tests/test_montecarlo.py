@@ -145,9 +145,11 @@ def test_submodules_load_lazily_after_import_softlin():
 # --- checks that say what failed ------------------------------------------------------------------
 def test_checks_print_a_verdict_and_fail_with_their_numbers(capsys):
     mc.check_close(-0.498, -0.5, 0.006, z=4, what="slope")
-    assert capsys.readouterr().out.strip() == "slope -0.498 ± 0.006: within 4 SE of -0.5"
+    assert capsys.readouterr().out.strip() == (
+        "slope -0.498 ± 0.006: within 4 SE of -0.5 (measured: 0.333 SE off)"
+    )
     mc.check_below(np.array([0.5, 0.9]), 1.0, se=np.array([0.01, 0.02]), z=4, what="ratio")
-    assert "0.9 ± 0.02: 4 SE below 1 (worst of 2)" in capsys.readouterr().out
+    assert "0.9 ± 0.02: 4 SE below 1 (measured: 5 SE below) (worst of 2)" in capsys.readouterr().out
     mc.check_above(torch.tensor(3.0), 1.0, what="gap")
     assert capsys.readouterr().out.strip() == "gap 3 above 1"
     # a deliberately broken check: the error holds the numbers and the claim, nothing is printed

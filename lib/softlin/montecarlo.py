@@ -204,6 +204,11 @@ def _verdict(passed, what, text, n):
     print(line)
 
 
+def _in_se(distance, se, word):
+    """The measured distance in standard errors, e.g. " (measured: 23 SE below)"."""
+    return f" (measured: {distance / se:.3g} SE {word})" if se > 0 else ""
+
+
 def _numpy(x):
     return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else x
 
@@ -218,6 +223,7 @@ def check_close(value, ref, se=0.0, *, z=0.0, slack=0.0, what="value"):
         tail = f" + {slack:.2g}" if slack else ""
         text = (
             f"{v:.4g} ± {s:.2g}: {'within' if passed else 'NOT within'} {z:g} SE{tail} of {r:.4g}"
+            f"{_in_se(abs(v - r), s, 'off')}"
         )
     else:
         text = f"{v:.6g} {'within' if passed else 'NOT within'} {a:.2g} of {r:.6g}"
@@ -231,7 +237,7 @@ def check_below(value, bound, *, se=0.0, z=0.0, what="value"):
     passed = bool(np.all(value + z * se < bound))
     word = "below" if passed else "NOT below"
     text = f"{v:.4g} ± {s:.2g}: {z:g} SE {word} {b:.4g}" if z else f"{v:.4g} {word} {b:.4g}"
-    _verdict(passed, what, text, n)
+    _verdict(passed, what, text + (_in_se(b - v, s, "below") if z else ""), n)
 
 
 def check_above(value, bound, *, se=0.0, z=0.0, what="value"):
@@ -241,4 +247,4 @@ def check_above(value, bound, *, se=0.0, z=0.0, what="value"):
     passed = bool(np.all(value - z * se > bound))
     word = "above" if passed else "NOT above"
     text = f"{v:.4g} ± {s:.2g}: {z:g} SE {word} {b:.4g}" if z else f"{v:.4g} {word} {b:.4g}"
-    _verdict(passed, what, text, n)
+    _verdict(passed, what, text + (_in_se(v - b, s, "above") if z else ""), n)
