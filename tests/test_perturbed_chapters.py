@@ -1,0 +1,141 @@
+"""Each chapter stops at the right check when one of the library's formulas is slightly wrong.
+
+The pattern of ``tests/test_limits.py::test_chapter_2_fails_when_lemma_2_1_is_perturbed``, for
+chapters 1 and 3 to 6: the chapter is executed in fast mode with one softlin function replaced,
+right after the parameters cell, by a perturbed version of itself (``functools.wraps`` keeps the
+page's ``show_source`` on the original code). The chapter must then stop with an AssertionError
+raised by the check that compares that formula with an independent computation (finite
+differences, Monte Carlo, two training flows), not at another check and not with an unrelated
+error. Each perturbation is small, a subtle bug, but above the tolerance of its check. The
+unperturbed chapters pass in fast mode: that is the fast run of ``tests/test_book.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def failing_check(chapter: str, patch: str) -> str:
+    """Execute ``book/<chapter>.md`` in fast mode with the code ``patch`` run right after its
+    parameters cell; it must raise. Returns ``"<exception type>: <message>"`` followed by the lines
+    of the traceback that IPython marks as executing (the statement of the cell that failed, then
+    the calls below it), without terminal colours."""
+    import jupytext
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    nb = jupytext.read(ROOT / "book" / f"{chapter}.md")
+    i = next(k for k, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
+    nb.cells.insert(i + 1, nbformat.v4.new_code_cell("mode = 'fast'\n" + patch))
+    nb.cells = [c for c in nb.cells if "google.colab" not in c.source]
+    nb.metadata["kernelspec"] = {
+        "display_name": "Python 3",
+        "language": "python",
+        "name": "python3",
+    }
+    client = NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
+    )
+    with pytest.raises(CellExecutionError) as info:
+        client.execute()
+    err = info.value
+    traceback = re.sub(r"\x1b\[[0-9;]*m", "", err.traceback)
+    executing = [line.strip() for line in traceback.splitlines() if re.match(r"\s*-+>", line)]
+    return "\n".join([f"{err.ename}: {err.evalue}", *executing])
+
+
+@pytest.mark.book
+def test_chapter_1_fails_when_the_tilted_mean_is_perturbed():
+    """Chapter 1's proposition that softmax attention is a tilted mean, ``grad Lambda(a)``:
+    `softlin.tilted_mean` scaled by 1 + 2e-7 (the size of a float32 rounding) is off by 2.3e-7, ten
+    times the tolerance 2.4e-8 (Taylor remainder plus rounding) of the check against central finite
+    differences of the log-MGF, which must catch it. `softmax_attention` calls its own module's
+    function, so the implementation checks before that one still pass."""
+    patch = (
+        "import functools, softlin\n"
+        "_right = softlin.tilted_mean\n"
+        "softlin.tilted_mean = functools.wraps(_right)(\n"
+        "    lambda *args, **kwargs: (1 + 2e-7) * _right(*args, **kwargs))"
+    )
+    failure = failing_check("01_measure_view", patch)
+    assert failure.startswith("AssertionError")
+    assert "assert (grad_fd - tilted).abs().max() < tol" in failure
+
+
+@pytest.mark.book
+def test_chapter_3_fails_when_the_fixed_query_constant_is_perturbed():
+    """Chapter 3's fixed-query lemma, ``L E|error|^2 -> C_1 = e^s (t + zeta)``: the perturbed
+    `concentration.fixed_query_mse_expansion` returns ``C_1 = e^s t``, the term ``zeta`` of the
+    random normaliser forgotten (exact at s = 0, 28 % low at s = 0.5, 54 % low at s = 1.5). The
+    Monte Carlo check of ``L MSE / C_1 = 1`` at the longest prompt allows 5 SE plus
+    ``|C_2| / (C_1 L)`` (0.18 to 0.84 in fast mode), so it must catch it at s = 0.5, 1 and 1.5."""
+    patch = (
+        "import functools, softlin.concentration, torch\n"
+        "_right = softlin.concentration.fixed_query_mse_expansion\n"
+        "def _without_zeta(queries, U, V, cov):\n"
+        "    C1, C2 = _right(queries, U, V, cov)\n"
+        "    a = queries @ U.mT\n"
+        "    t, zeta = torch.trace(V @ cov @ V.mT), ((a @ cov @ V.mT) ** 2).sum(-1)\n"
+        "    return C1 * t / (t + zeta), C2\n"
+        "softlin.concentration.fixed_query_mse_expansion = functools.wraps(_right)(_without_zeta)"
+    )
+    failure = failing_check("03_concentration", patch)
+    assert failure.startswith("AssertionError: gap=array(")
+    assert "assert np.all(gap <= tol)" in failure
+
+
+@pytest.mark.book
+def test_chapter_4_fails_when_the_gronwall_envelope_is_perturbed():
+    """Chapter 4's Grönwall bound (the proof of Lemma D.1): `stability.gronwall_envelope`, the
+    solution of ``E' = g + lambda_-(t) E``, scaled by 0.5, as if the force ``g`` of finite prompts
+    were under-counted by half. At its tightest the one-sided bound is only 1.13 times the
+    measured distance between the finite- and infinite-prompt flows (fast mode), so the check that
+    every bound lies above that distance, up to the solver's error, must catch it."""
+    patch = (
+        "import functools, softlin.stability\n"
+        "_right = softlin.stability.gronwall_envelope\n"
+        "softlin.stability.gronwall_envelope = functools.wraps(_right)(\n"
+        "    lambda t, g, rate: 0.5 * _right(t, g, rate))"
+    )
+    failure = failing_check("04_training_stability", patch)
+    assert failure.startswith("AssertionError: dist_g=array(")
+    assert "assert np.all(dist_g <= bnd + solver_err)" in failure
+
+
+@pytest.mark.book
+def test_chapter_5_fails_when_the_infinite_prompt_risk_is_perturbed():
+    """Chapter 5's infinite-prompt risk ``R_inf = 1/2 tr((b Sigma A - I) Sigma (b Sigma A - I)^T)``:
+    `icl.infinite_prompt_risk` 5 % too high (0.14 on 2.71). The plain Monte Carlo average of
+    ``1/2 (y_inf - y_q)^2`` over 50 000 tasks and queries (fast mode) allows 4 SE, 0.096, so it must
+    catch it, before the gradient checks that follow."""
+    patch = (
+        "import functools, softlin.icl\n"
+        "_right = softlin.icl.infinite_prompt_risk\n"
+        "softlin.icl.infinite_prompt_risk = functools.wraps(_right)(\n"
+        "    lambda *args, **kwargs: 1.05 * _right(*args, **kwargs))"
+    )
+    failure = failing_check("05_icl_linear_regression", patch)
+    assert failure.startswith("AssertionError: check failed: R_inf by Monte Carlo")
+
+
+@pytest.mark.book
+def test_chapter_6_fails_when_the_sign_law_log_mgf_is_perturbed():
+    """Chapter 6's Rademacher law, ``Lambda(a) = sum_j log cosh a_j``: `RademacherMeasure.log_mgf`
+    plus 0.01 (an MGF normalised to e^0.01). Every limit of the chapter reads only its gradient,
+    which is unchanged; the effective sample size reads its values,
+    ``E[ESS / L] -> M(a)^2 / M(2a)``, which moves by 1 %, 25 times the 4-SE tolerance (0.16 %) of
+    the Monte Carlo check of ESS / L at the longest prompt, which must catch it."""
+    patch = (
+        "import functools, softlin\n"
+        "_right = softlin.RademacherMeasure.log_mgf\n"
+        "softlin.RademacherMeasure.log_mgf = functools.wraps(_right)(\n"
+        "    lambda self, a: _right(self, a) + 0.01)"
+    )
+    failure = failing_check("06_beyond_the_paper", patch)
+    assert failure.startswith("AssertionError: check failed: Rademacher, ESS / L at the largest L")
