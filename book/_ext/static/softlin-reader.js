@@ -5,7 +5,8 @@
       a click, Escape or the close button closes it.
    3. A display equation wider than its column is scaled down to fit, to at least 70 % of its size;
       beyond that it scrolls sideways inside its own box (the CSS gives it overflow-x: auto). A printed
-      output wider than the column gets a smaller font (to 75 %), then wrapped lines. */
+      output wider than the column gets a smaller font (to 75 %), then wrapped lines, except a table
+      (columns aligned by spaces), which scrolls sideways in its own box. */
 (function () {
   "use strict";
 
@@ -74,7 +75,9 @@
       if (room > 0 && need > room + 1) {
         var scale = Math.max(0.75, (room - 4) / need);
         pre.style.fontSize = (100 * scale).toFixed(1) + "%";
-        if (pre.scrollWidth > pre.clientWidth + 1) pre.classList.add("softlin-wrapped");
+        // a table (columns aligned by runs of spaces) scrolls sideways; prose-like output wraps
+        var tabular = /\S {2,}\S/.test(pre.textContent);
+        if (!tabular && pre.scrollWidth > pre.clientWidth + 1) pre.classList.add("softlin-wrapped");
       }
     });
   }
