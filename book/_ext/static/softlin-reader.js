@@ -5,8 +5,8 @@
       a click, Escape or the close button closes it.
    3. A display equation wider than its column is scaled down to fit, to at least 70 % of its size;
       beyond that it scrolls sideways inside its own box (the CSS gives it overflow-x: auto). A printed
-      output wider than the column gets a smaller font (to 75 %), then wrapped lines, except a table
-      (columns aligned by spaces), which scrolls sideways in its own box. */
+      output wider than the column gets a smaller font (to 75 %), then wrapped lines; a table (columns
+      aligned by spaces) shrinks to 60 %, then on a phone scrolls sideways in its own box. */
 (function () {
   "use strict";
 
@@ -73,11 +73,18 @@
       pre.classList.remove("softlin-wrapped");
       var room = pre.clientWidth, need = pre.scrollWidth;
       if (room > 0 && need > room + 1) {
-        var scale = Math.max(0.75, (room - 4) / need);
-        pre.style.fontSize = (100 * scale).toFixed(1) + "%";
-        // a table (columns aligned by runs of spaces) scrolls sideways; prose-like output wraps
+        // a table (columns aligned by runs of spaces) may shrink further, and scrolls sideways
+        // in its own box if even that is not enough (a phone): wrapping would break its columns
         var tabular = /\S {2,}\S/.test(pre.textContent);
-        if (!tabular && pre.scrollWidth > pre.clientWidth + 1) pre.classList.add("softlin-wrapped");
+        var floor = tabular ? 0.6 : 0.75, scale = 1;
+        for (var i = 0; i < 4 && scale > floor && pre.scrollWidth > pre.clientWidth + 1; i++) {
+          // the width is not exactly proportional to the font size (padding, rounding): iterate
+          scale = Math.max(floor, scale * (pre.clientWidth - 4) / pre.scrollWidth);
+          pre.style.fontSize = (100 * scale).toFixed(1) + "%";
+        }
+        // still too wide: wrap, except a table on a phone-sized screen, which scrolls
+        var scrolls = tabular && window.innerWidth < 700;
+        if (!scrolls && pre.scrollWidth > pre.clientWidth + 1) pre.classList.add("softlin-wrapped");
       }
     });
   }
