@@ -1,7 +1,6 @@
 """Each chapter stops at the right check when one of the library's formulas is slightly wrong.
 
-The pattern of ``tests/test_limits.py::test_chapter_2_fails_when_lemma_2_1_is_perturbed``, for
-chapters 1 and 3 to 6: the chapter is executed in fast mode with one softlin function replaced,
+For chapters 1 to 6: the chapter is executed in fast mode with one softlin function replaced,
 right after the parameters cell, by a perturbed version of itself (``functools.wraps`` keeps the
 page's ``show_source`` on the original code). The chapter must then stop with an AssertionError
 raised by the check that compares that formula with an independent computation (finite
@@ -66,6 +65,22 @@ def test_chapter_1_fails_when_the_tilted_mean_is_perturbed():
     failure = failing_check("01_measure_view", patch)
     assert failure.startswith("AssertionError")
     assert "assert (grad_fd - tilted).abs().max() < tol" in failure
+
+
+@pytest.mark.book
+def test_chapter_2_fails_when_lemma_2_1_is_perturbed():
+    """Chapter 2's Lemma 2.1: `softlin.gaussian_attention_limit` plus 1e-6, far below what Monte
+    Carlo could see, must stop the chapter at its quadrature check (max |quadrature - closed form|
+    below a rounding bound)."""
+    patch = (
+        "import functools, softlin\n"
+        "_right = softlin.gaussian_attention_limit\n"
+        "softlin.gaussian_attention_limit = functools.wraps(_right)(\n"
+        "    lambda *args: _right(*args) + 1e-6)"
+    )
+    failure = failing_check("02_infinite_prompt_limit", patch)
+    assert failure.startswith("AssertionError")
+    assert "quad_errors[name] < bound" in failure
 
 
 @pytest.mark.book
