@@ -49,6 +49,17 @@ def failing_check(chapter: str, patch: str) -> str:
     return "\n".join([f"{err.ename}: {err.evalue}", *executing])
 
 
+def replaced(module: str, name: str, wrong: str, define: str = "") -> str:
+    """The code that replaces ``module.name`` (an attribute path, such as ``Class.method``) by the
+    expression ``wrong``, in which ``_right`` is the original (``define`` runs first, after the
+    imports); ``functools.wraps`` keeps the page's ``show_source`` on the original code."""
+    target = f"{module}.{name}"
+    return (
+        f"import functools, torch, {module}\n_right = {target}\n{define}"
+        f"{target} = functools.wraps(_right)({wrong})"
+    )
+
+
 @pytest.mark.book
 def test_chapter_1_fails_when_the_tilted_mean_is_perturbed():
     """Chapter 1's proposition that softmax attention is a tilted mean, ``grad Lambda(a)``:
@@ -56,12 +67,7 @@ def test_chapter_1_fails_when_the_tilted_mean_is_perturbed():
     times the tolerance 2.4e-8 (Taylor remainder plus rounding) of the check against central finite
     differences of the log-MGF, which must catch it. `softmax_attention` calls its own module's
     function, so the implementation checks before that one still pass."""
-    patch = (
-        "import functools, softlin\n"
-        "_right = softlin.tilted_mean\n"
-        "softlin.tilted_mean = functools.wraps(_right)(\n"
-        "    lambda *args, **kwargs: (1 + 2e-7) * _right(*args, **kwargs))"
-    )
+    patch = replaced("softlin", "tilted_mean", "lambda *a, **k: (1 + 2e-7) * _right(*a, **k)")
     failure = failing_check("01_measure_view", patch)
     assert failure.startswith("AssertionError")
     assert "assert (grad_fd - tilted).abs().max() < tol" in failure
@@ -72,11 +78,8 @@ def test_chapter_2_fails_when_lemma_2_1_is_perturbed():
     """Chapter 2's Lemma 2.1: `softlin.gaussian_attention_limit` plus 1e-6, far below what Monte
     Carlo could see, must stop the chapter at its quadrature check (max |quadrature - closed form|
     below a rounding bound)."""
-    patch = (
-        "import functools, softlin\n"
-        "_right = softlin.gaussian_attention_limit\n"
-        "softlin.gaussian_attention_limit = functools.wraps(_right)(\n"
-        "    lambda *args: _right(*args) + 1e-6)"
+    patch = replaced(
+        "softlin", "gaussian_attention_limit", "lambda *a, **k: _right(*a, **k) + 1e-6"
     )
     failure = failing_check("02_infinite_prompt_limit", patch)
     assert failure.startswith("AssertionError")
@@ -90,15 +93,15 @@ def test_chapter_3_fails_when_the_fixed_query_constant_is_perturbed():
     random normaliser forgotten (exact at s = 0, 28 % low at s = 0.5, 54 % low at s = 1.5). The
     Monte Carlo check of ``L MSE / C_1 = 1`` at the longest prompt allows 5 SE plus
     ``|C_2| / (C_1 L)`` (0.18 to 0.84 in fast mode), so it must catch it at s = 0.5, 1 and 1.5."""
-    patch = (
-        "import functools, softlin.concentration, torch\n"
-        "_right = softlin.concentration.fixed_query_mse_expansion\n"
+    without_zeta = (
         "def _without_zeta(queries, U, V, cov):\n"
         "    C1, C2 = _right(queries, U, V, cov)\n"
         "    a = queries @ U.mT\n"
         "    t, zeta = torch.trace(V @ cov @ V.mT), ((a @ cov @ V.mT) ** 2).sum(-1)\n"
         "    return C1 * t / (t + zeta), C2\n"
-        "softlin.concentration.fixed_query_mse_expansion = functools.wraps(_right)(_without_zeta)"
+    )
+    patch = replaced(
+        "softlin.concentration", "fixed_query_mse_expansion", "_without_zeta", without_zeta
     )
     failure = failing_check("03_concentration", patch)
     assert failure.startswith("AssertionError: gap=array(")
@@ -112,11 +115,8 @@ def test_chapter_4_fails_when_the_gronwall_envelope_is_perturbed():
     were under-counted by half. At its tightest the one-sided bound is only 1.13 times the
     measured distance between the finite- and infinite-prompt flows (fast mode), so the check that
     every bound lies above that distance, up to the solver's error, must catch it."""
-    patch = (
-        "import functools, softlin.stability\n"
-        "_right = softlin.stability.gronwall_envelope\n"
-        "softlin.stability.gronwall_envelope = functools.wraps(_right)(\n"
-        "    lambda t, g, rate: 0.5 * _right(t, g, rate))"
+    patch = replaced(
+        "softlin.stability", "gronwall_envelope", "lambda *a, **k: 0.5 * _right(*a, **k)"
     )
     failure = failing_check("04_training_stability", patch)
     assert failure.startswith("AssertionError: dist_g=array(")
@@ -129,11 +129,8 @@ def test_chapter_5_fails_when_the_infinite_prompt_risk_is_perturbed():
     `icl.infinite_prompt_risk` 5 % too high (0.14 on 2.71). The plain Monte Carlo average of
     ``1/2 (y_inf - y_q)^2`` over 50 000 tasks and queries (fast mode) allows 4 SE, 0.096, so it must
     catch it, before the gradient checks that follow."""
-    patch = (
-        "import functools, softlin.icl\n"
-        "_right = softlin.icl.infinite_prompt_risk\n"
-        "softlin.icl.infinite_prompt_risk = functools.wraps(_right)(\n"
-        "    lambda *args, **kwargs: 1.05 * _right(*args, **kwargs))"
+    patch = replaced(
+        "softlin.icl", "infinite_prompt_risk", "lambda *a, **k: 1.05 * _right(*a, **k)"
     )
     failure = failing_check("05_icl_linear_regression", patch)
     assert failure.startswith("AssertionError: check failed: R_inf by Monte Carlo")
@@ -146,11 +143,8 @@ def test_chapter_6_fails_when_the_sign_law_log_mgf_is_perturbed():
     which is unchanged; the effective sample size reads its values,
     ``E[ESS / L] -> M(a)^2 / M(2a)``, which moves by 1 %, 25 times the 4-SE tolerance (0.16 %) of
     the Monte Carlo check of ESS / L at the longest prompt, which must catch it."""
-    patch = (
-        "import functools, softlin\n"
-        "_right = softlin.RademacherMeasure.log_mgf\n"
-        "softlin.RademacherMeasure.log_mgf = functools.wraps(_right)(\n"
-        "    lambda self, a: _right(self, a) + 0.01)"
+    patch = replaced(
+        "softlin", "RademacherMeasure.log_mgf", "lambda self, a: _right(self, a) + 0.01"
     )
     failure = failing_check("06_beyond_the_paper", patch)
     assert failure.startswith("AssertionError: check failed: Rademacher, ESS / L at the largest L")
