@@ -35,7 +35,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from build_book import notebook_chapters
+from build_book import notebook_chapters, page_name
 
 pytestmark = pytest.mark.book
 
@@ -213,7 +213,7 @@ def reset_to_base(base: dict) -> None:
         run([venv_python(), "-m", "pip", "uninstall", "-y", "-q", *extra])
 
 
-@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("md", CHAPTERS, ids=page_name)
 def test_student_notebook_runs_in_a_fresh_colab_like_environment(
     md, colab_venv, softlin_source, kernel_dir, monkeypatch, tmp_path
 ):

@@ -15,7 +15,7 @@ import colab_notebooks as cn
 import nbformat
 import pytest
 import yaml
-from build_book import notebook_chapters
+from build_book import notebook_chapters, page_name
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = notebook_chapters(ROOT)
@@ -51,7 +51,7 @@ def directive_fragments(text: str):
             yield block["name"], " ".join(cn.ROLE.sub("", block["arg"]).split())
 
 
-@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("md", CHAPTERS, ids=page_name)
 def test_the_colab_notebook_has_no_myst_left_and_keeps_every_statement(md, converter):
     source = nbformat.read(md.with_suffix(".ipynb"), as_version=4)
     page = md.relative_to(ROOT).with_suffix("").as_posix()
@@ -106,5 +106,8 @@ def test_the_badge_and_the_launch_button_open_the_converted_branch():
 
 def test_the_tool_writes_every_chapter(tmp_path):
     assert cn.main(["--out", str(tmp_path)]) == 0
-    written = sorted(p.stem for p in (tmp_path / "book").glob("*.ipynb"))
-    assert written == sorted(md.stem for md in CHAPTERS)
+    written = sorted(
+        p.relative_to(tmp_path / "book").with_suffix("").as_posix()
+        for p in (tmp_path / "book").rglob("*.ipynb")
+    )
+    assert written == sorted(page_name(md) for md in CHAPTERS)

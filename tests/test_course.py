@@ -24,13 +24,13 @@ from pathlib import Path
 
 import jupytext
 import pytest
-from build_book import notebook_chapters
+from build_book import lessons, page_name
 from exercise_checks import SOLUTION, registry_call
 from softlin.book.exercises import KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
-# Chapters are the numbered notebooks; appendix notebooks (e.g. book/performance.md) are not courses.
-CHAPTERS = [md for md in notebook_chapters(ROOT) if re.match(r"\d\d_", md.stem)]
+# Chapters are the lessons (book/NN_*.md); labs and appendix notebooks (book/performance.md) are not.
+CHAPTERS = lessons(ROOT)
 PLACEHOLDER = re.compile(r"(^|\s)(\.\.\.|…|TODO|TBD)(\s|$)", re.MULTILINE)
 RAINBOW = re.compile(
     r"""cmap\s*=\s*["'](jet|rainbow|hsv|gist_rainbow|nipy_spectral|gist_ncar|turbo)["']"""
@@ -54,7 +54,7 @@ def field(md: Path, name: str) -> str:
     return m.group(1).strip()
 
 
-@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("md", CHAPTERS, ids=page_name)
 def test_opens_with_objectives_prerequisites_and_time(md):
     nb = jupytext.read(md)
     first_code = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
@@ -80,7 +80,7 @@ def test_opens_with_objectives_prerequisites_and_time(md):
         assert re.search(pattern, time), f"{md.name}: the time estimate gives no {what}: {time!r}"
 
 
-@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("md", CHAPTERS, ids=page_name)
 def test_closes_with_a_summary(md):
     text = markdown(md)
     sections = re.findall(r"^## (.+)$", text, re.MULTILINE)
@@ -93,7 +93,7 @@ def test_closes_with_a_summary(md):
     assert not PLACEHOLDER.search(summary), f"{md.name}: the summary still holds a placeholder"
 
 
-@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("md", CHAPTERS, ids=page_name)
 def test_exercises_have_folded_solutions(md):
     text = markdown(md)
     exercises = re.findall(r"^(`{3,})\{exercise\}.*\n((?::[a-z-]+:.*\n)*)", text, re.MULTILINE)
@@ -195,7 +195,7 @@ def exercise_problems(md: Path) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("md", CHAPTERS, ids=page_name)
 def test_every_exercise_checks_itself_or_is_marked_conceptual(md):
     problems = exercise_problems(md)
     assert not problems, f"{md.name}:\n" + "\n".join(problems)
@@ -218,7 +218,7 @@ def figure_cells(md: Path):
             yield cell
 
 
-@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("md", CHAPTERS, ids=page_name)
 def test_figure_cells_have_caption_label_and_alt_text(md):
     for cell in figure_cells(md):
         meta = cell.metadata["mystnb"]
@@ -238,7 +238,7 @@ def test_figure_cells_have_caption_label_and_alt_text(md):
         )
 
 
-@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("md", CHAPTERS, ids=page_name)
 def test_figures_use_the_book_style(md):
     code = "\n".join(c.source for c in jupytext.read(md).cells if c.cell_type == "code")
     if any(True for _ in figure_cells(md)):

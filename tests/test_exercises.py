@@ -17,7 +17,7 @@ from pathlib import Path
 import exercise_checks
 import nbformat
 import pytest
-from build_book import notebook_chapters
+from build_book import notebook_chapters, page_name
 from conftest import make_book, run_build
 
 pytestmark = pytest.mark.book
@@ -108,14 +108,16 @@ def test_the_harness_cells_are_hidden_on_the_site(fixture_run):
     assert len(harness) == 2 and all("remove-cell" in c.metadata["tags"] for c in harness)
 
 
-@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("md", CHAPTERS, ids=page_name)
 def test_every_exercise_check_accepts_its_solution_and_rejects_a_wrong_answer(fast_run, md):
     _rc, _log, stage = fast_run
     status = json.loads((stage / "status.json").read_text())
-    record = next(r for r in status["chapters"] if r["chapter"] == md.stem)
-    assert record["error"] is None, f"{md.stem} failed in fast mode:\n{record['error'][-3000:]}"
+    record = next(r for r in status["chapters"] if r["chapter"] == page_name(md))
+    assert record["error"] is None, (
+        f"{page_name(md)} failed in fast mode:\n{record['error'][-3000:]}"
+    )
     expected = check_cells(md)
-    records = records_of(stage, md.stem)
+    records = records_of(stage, page_name(md))
     assert len(records) == len(expected), (md.stem, expected, records)
     for name, r in zip(expected, records):
         if "error" not in r:

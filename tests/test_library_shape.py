@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "lib" / "softlin"
 BOOK = ROOT / "book"
-CHAPTERS = sorted(BOOK.glob("0*.md")) + [BOOK / "performance.md"]
+CHAPTERS = sorted(BOOK.glob("0*.md")) + sorted(BOOK.glob("labs/0*.md")) + [BOOK / "performance.md"]
 MODULES = sorted(p.stem for p in LIB.glob("*.py") if p.stem != "__init__")
 
 
@@ -194,7 +194,9 @@ def test_every_softmax_over_tokens_goes_through_the_engine():
             )
 
 
-@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "md", CHAPTERS, ids=lambda p: p.relative_to(BOOK).with_suffix("").as_posix()
+)
 def test_chapters_import_nothing_private_and_fit_the_column(md):
     for start, body, tags in _code_cells(md):
         for k, line in enumerate(body):

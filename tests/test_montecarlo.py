@@ -144,33 +144,57 @@ def test_submodules_load_lazily_after_import_softlin():
 
 # --- checks that say what failed ------------------------------------------------------------------
 def test_checks_print_a_verdict_and_fail_with_their_numbers(capsys):
-    mc.check_close(-0.498, -0.5, 0.006, z=4, what="slope")
+    mc.check_close(-0.498, -0.5, se=0.006, n_se=4, what="slope")
     assert capsys.readouterr().out.strip() == (
         "slope -0.498 ± 0.006: within 4 SE of -0.5 (measured: 0.333 SE off)"
     )
-    mc.check_below(np.array([0.5, 0.9]), 1.0, se=np.array([0.01, 0.02]), z=4, what="ratio")
+    mc.check_below(np.array([0.5, 0.9]), 1.0, se=np.array([0.01, 0.02]), n_se=4, what="ratio")
     assert "0.9 ± 0.02: 4 SE below 1 (measured: 5 SE below) (worst of 2)" in capsys.readouterr().out
     mc.check_above(torch.tensor(3.0), 1.0, what="gap")
     assert capsys.readouterr().out.strip() == "gap 3 above 1"
     # a deliberately broken check: the error holds the numbers and the claim, nothing is printed
     with pytest.raises(AssertionError, match=r"slope -0\.45 ± 0\.006: NOT within 4 SE of -0\.5"):
-        mc.check_close(-0.45, -0.5, 0.006, z=4, what="slope")
+        mc.check_close(-0.45, -0.5, se=0.006, n_se=4, what="slope")
     with pytest.raises(AssertionError, match=r"ratio 0\.074 ± 0\.019: 4 SE NOT above 0"):
-        mc.check_above(0.074, 0.0, se=0.019, z=4, what="ratio")
+        mc.check_above(0.074, 0.0, se=0.019, n_se=4, what="ratio")
     with pytest.raises(AssertionError, match=r"error 0\.2 NOT below 0\.1"):
         mc.check_below(0.2, 0.1, what="error")
     assert capsys.readouterr().out == ""
 
 
 def test_checks_keep_the_strength_of_the_assert_they_replace():
-    # check_close(v, r, se, z=z, slack=s) passes exactly when |v - r| <= z se + s
-    mc.check_close(1.0 + 4 * 0.1, 1.0, 0.1, z=4.0001)
+    # check_close(v, r, se=se, n_se=z, slack=s) passes exactly when |v - r| <= z se + s
+    mc.check_close(1.0 + 4 * 0.1, 1.0, se=0.1, n_se=4.0001)
     with pytest.raises(AssertionError):
-        mc.check_close(1.0 + 4 * 0.1 + 1e-9, 1.0, 0.1, z=4)
-    mc.check_close(1.05, 1.0, 0.0, slack=0.06)
-    # check_below(v, b, se, z) passes exactly when v + z se < b; check_above when v - z se > b
+        mc.check_close(1.0 + 4 * 0.1 + 1e-9, 1.0, se=0.1, n_se=4)
+    mc.check_close(1.05, 1.0, se=0.0, slack=0.06)
+    # check_below(v, b, se=se, n_se=z) passes exactly when v + z se < b; check_above when
+    # v - z se > b; slack moves the bound by that much
     with pytest.raises(AssertionError):
-        mc.check_below(0.6, 1.0, se=0.1, z=4)
-    mc.check_above(0.41, 0.0, se=0.1, z=4)
+        mc.check_below(0.6, 1.0, se=0.1, n_se=4)
+    mc.check_above(0.41, 0.0, se=0.1, n_se=4)
     with pytest.raises(AssertionError):
-        mc.check_above(np.array([1.0, 0.39]), 0.0, se=0.1, z=4)
+        mc.check_above(np.array([1.0, 0.39]), 0.0, se=0.1, n_se=4)
+
+
+def test_the_checks_share_one_signature_and_slack_moves_the_bound(capsys):
+    import inspect
+
+    signatures = {
+        name: list(inspect.signature(getattr(mc, name)).parameters)[2:]
+        for name in ("check_close", "check_below", "check_above")
+    }
+    assert all(v == ["se", "n_se", "slack", "what"] for v in signatures.values()), signatures
+    mc.check_below(1.05, 1.0, slack=0.06, what="ratio")
+    with pytest.raises(AssertionError):
+        mc.check_below(1.07, 1.0, slack=0.06)
+    mc.check_above(0.95, 1.0, slack=0.06)
+    with pytest.raises(AssertionError):
+        mc.check_above(0.93, 1.0, slack=0.06)
+
+
+def test_check_true_states_a_claim_and_fails_with_its_detail(capsys):
+    mc.check_true({1, 3} == {3, 1}, what="starts in the reduced basin", detail="[1, 3]")
+    assert capsys.readouterr().out.strip() == "starts in the reduced basin holds: [1, 3]"
+    with pytest.raises(AssertionError, match=r"check failed: exact zeros does NOT hold: 2 entries"):
+        mc.check_true(torch.tensor([0.0, 1.0, 2.0]) == 0, what="exact zeros", detail="2 entries")

@@ -10,7 +10,7 @@ from pathlib import Path
 import jupytext
 import pytest
 import yaml
-from build_book import is_notebook_source, notebook_chapters, toc_files
+from build_book import is_notebook_source, notebook_chapters, page_name, toc_files
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = notebook_chapters(ROOT)
@@ -29,12 +29,12 @@ def test_every_toc_entry_exists():
 
 def test_every_book_notebook_is_in_the_toc():
     listed = {ROOT / (f + ".md") for f in toc_files(ROOT / "_toc.yml")}
-    for md in (ROOT / "book").glob("*.md"):
+    for md in [*(ROOT / "book").glob("*.md"), *(ROOT / "book" / "labs").glob("*.md")]:
         if is_notebook_source(md):
             assert md in listed, f"{md.name} is a notebook chapter missing from _toc.yml"
 
 
-@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("md", CHAPTERS, ids=page_name)
 def test_paired_ipynb_matches_source(md):
     ipynb = md.with_suffix(".ipynb")
     assert ipynb.exists(), f"{ipynb.name} missing: run `jupytext --sync {md.relative_to(ROOT)}`"
@@ -45,7 +45,7 @@ def test_paired_ipynb_matches_source(md):
     )
 
 
-@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("md", CHAPTERS, ids=page_name)
 def test_paired_ipynb_has_no_outputs(md):
     raw = json.loads(md.with_suffix(".ipynb").read_text())
     for i, cell in enumerate(raw["cells"]):
@@ -58,7 +58,7 @@ def test_paired_ipynb_has_no_outputs(md):
             )
 
 
-@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("md", CHAPTERS, ids=page_name)
 def test_setup_and_parameters_cells(md):
     url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
     code = [c for c in jupytext.read(md).cells if c.cell_type == "code"]

@@ -138,7 +138,7 @@ def test_chapter_5_fails_when_the_infinite_prompt_risk_is_perturbed():
 
 @pytest.mark.book
 def test_chapter_6_fails_when_the_sign_law_log_mgf_is_perturbed():
-    """Chapter 6's Rademacher law, ``Lambda(a) = sum_j log cosh a_j``: `RademacherMeasure.log_mgf`
+    """Chapter 7's Rademacher law, ``Lambda(a) = sum_j log cosh a_j``: `RademacherMeasure.log_mgf`
     plus 0.01 (an MGF normalised to e^0.01). Every limit of the chapter reads only its gradient,
     which is unchanged; the effective sample size reads its values,
     ``E[ESS / L] -> M(a)^2 / M(2a)``, which moves by 1 %, 25 times the 4-SE tolerance (0.16 %) of
@@ -146,5 +146,5 @@ def test_chapter_6_fails_when_the_sign_law_log_mgf_is_perturbed():
     patch = replaced(
         "softlin", "RademacherMeasure.log_mgf", "lambda self, a: _right(self, a) + 0.01"
     )
-    failure = failing_check("06_beyond_the_paper", patch)
+    failure = failing_check("07_beyond_the_paper", patch)
     assert failure.startswith("AssertionError: check failed: Rademacher, ESS / L at the largest L")

@@ -27,18 +27,14 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
-from build_book import notebook_chapters, toc_files
+from build_book import lessons, toc_files
 from conftest import chromium_path
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = toc_files(ROOT / "_toc.yml")
-CHAPTERS = [
-    str(p.relative_to(ROOT).with_suffix(""))
-    for p in notebook_chapters(ROOT)
-    if re.match(r"\d\d_", p.stem)
-]
+CHAPTERS = [str(p.relative_to(ROOT).with_suffix("")) for p in lessons(ROOT)]
 SHOTS = ROOT / "_build" / "screenshots" / "reader"
 ARXIV = "https://arxiv.org/abs/2512.11784"
 # Bytes a chapter page may load after it settled: every file it requests (HTML with the explorers'

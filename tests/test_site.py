@@ -39,7 +39,7 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 import pytest
 import yaml
-from build_book import notebook_chapters, toc_files
+from build_book import lessons, notebook_chapters, page_name, toc_files
 from conftest import chromium_path
 from PIL import Image
 
@@ -605,7 +605,8 @@ def test_status_page_lists_every_chapter_with_its_time(site):
         in status
     )
     for md in notebook_chapters(ROOT):
-        assert f'href="{md.stem}.html"' in status, f"the status page does not link {md.stem}"
+        page = page_name(md)
+        assert f'href="{page}.html"' in status, f"the status page does not link {page}"
     for pkg in ("torch", "numpy", "matplotlib", "ipywidgets", "jupyter-book", "mathjax"):
         assert pkg in status, f"the status page does not give the version of {pkg}"
 
@@ -629,7 +630,7 @@ def test_handouts_print_one_pdf_per_chapter(site, tmp_path):
         check=False,
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    chapters = [md.stem for md in notebook_chapters(ROOT) if re.match(r"\d\d_", md.stem)]
+    chapters = [md.stem for md in lessons(ROOT)]
     for stem in chapters:
         pdf = (out / f"{stem}.pdf").read_bytes()
         pages = len(re.findall(rb"/Type\s*/Page[^s]", pdf))

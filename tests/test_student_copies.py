@@ -15,7 +15,7 @@ from pathlib import Path
 import exercise_checks
 import nbformat
 import pytest
-from build_book import notebook_chapters
+from build_book import notebook_chapters, page_name
 from softlin.book.exercises import KEYS
 from student_notebooks import answer_key_cells, main, student_copy
 
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = notebook_chapters(ROOT)
 
 
-@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("md", CHAPTERS, ids=page_name)
 def test_a_student_copy_holds_no_answer_key_and_no_solution(md):
     nb, _ = student_copy(md.with_suffix(".ipynb"))
     assert answer_key_cells(nb) == [], f"{md.stem}: answer-key code in {answer_key_cells(nb)}"

@@ -249,3 +249,19 @@ def test_the_default_layout_is_kept_unless_a_state_needs_more_room():
 
     _, position = widgets._draw(with_colorbar, {})
     assert position is None  # two axes: every state is laid out by constrained layout
+
+
+def test_a_stated_precision_accepts_the_rounded_key_and_rejects_a_wrong_digit(capsys):
+    from softlin.book.widgets import make_check
+
+    check = make_check(lambda: 2.0529373, digits=4)
+    assert check(2.053) and check(2.0529373) and check(2.0526)
+    assert "Correct (to 4 significant digits)" in capsys.readouterr().out
+    assert not check(2.054) and not check(2.052)
+    assert "give 4 significant digits" in capsys.readouterr().out
+    assert make_check(lambda: -0.000123456, digits=3)(-0.000123)
+    assert not make_check(lambda: -0.000123456, digits=3)(-0.000124)
+    function = make_check(lambda x: 3.14159 * x, digits=3, inputs=[(1.0,), (2.0,)])
+    assert function(lambda x: 3.14 * x) and not function(lambda x: 3.13 * x)
+    with pytest.raises(ValueError, match="digits must be a positive int"):
+        make_check(lambda: 1.0, digits=0)

@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -94,13 +95,48 @@ def is_notebook_source(md: Path) -> bool:
 
 
 def notebook_chapters(root: Path = ROOT) -> list[Path]:
-    """The notebook chapters (``.md`` with a kernelspec) listed in ``_toc.yml``."""
+    """The notebook pages (``.md`` with a kernelspec) listed in ``_toc.yml``, in reading order: the
+    lessons ``book/NN_*.md``, their labs ``book/labs/NN_*.md`` and the appendix notebooks."""
     chapters = []
     for f in toc_files(root / "_toc.yml"):
         md = root / (f + ".md")
         if md.exists() and is_notebook_source(md):
             chapters.append(md)
     return chapters
+
+
+def page_name(md) -> str:
+    """A page's name inside ``book/``, without suffix: ``01_measure_view`` for a lesson,
+    ``labs/01_measure_view`` for its lab (a page in a ``labs/`` folder). The build's records, ``--only``
+    and ``tools/run_seeds.py`` name pages so."""
+    md = Path(md)
+    return f"labs/{md.stem}" if md.parent.name == "labs" else md.stem
+
+
+def is_lesson(md: Path) -> bool:
+    """A lesson is a numbered notebook page directly in ``book/`` (``book/NN_name.md``)."""
+    return Path(md).parent.name == "book" and re.match(r"\d\d_", Path(md).stem) is not None
+
+
+def is_lab(md: Path) -> bool:
+    """A lab is a numbered notebook page in ``book/labs/`` (``book/labs/NN_name.md``), the lab of the
+    lesson with the same name."""
+    return Path(md).parent.name == "labs" and re.match(r"\d\d_", Path(md).stem) is not None
+
+
+def lessons(root: Path = ROOT) -> list[Path]:
+    """The lessons of ``_toc.yml``, in reading order."""
+    return [md for md in notebook_chapters(root) if is_lesson(md)]
+
+
+def labs(root: Path = ROOT) -> list[Path]:
+    """The labs of ``_toc.yml``, in the order of their lessons."""
+    return [md for md in notebook_chapters(root) if is_lab(md)]
+
+
+def lab_of(lesson: Path) -> Path:
+    """Where the lab of ``lesson`` lives: ``book/labs/<the lesson's file name>``."""
+    return Path(lesson).parent / "labs" / Path(lesson).name
 
 
 # Seconds one cell may run, per mode, so that a hung cell fails the build within 5 minutes, naming the
@@ -211,11 +247,11 @@ def execute_one(
         where = failed_cell(Path(out_path)) if Path(out_path).exists() else ""
         if "timed out" in str(exc) or "Timeout" in type(exc).__name__:
             error = (
-                f"{Path(md_path).stem}: {where or 'a cell'} ran longer than {timeout} s ({mode} mode)\n"
+                f"{page_name(md_path)}: {where or 'a cell'} ran longer than {timeout} s ({mode} mode)\n"
                 + error
             )
         elif where:
-            error = f"{Path(md_path).stem}: {where} failed\n" + error
+            error = f"{page_name(md_path)}: {where} failed\n" + error
     seconds = time.perf_counter() - t0
     slowest = None
     if Path(out_path).exists():
@@ -238,7 +274,7 @@ def execute_one(
         strip_unused_widget_state(out)
         nbformat.write(out, out_path)
     return {
-        "chapter": Path(md_path).stem,
+        "chapter": page_name(md_path),
         "seconds": round(seconds, 2),
         "error": error,
         "slowest_cell": slowest,
@@ -372,6 +408,17 @@ def stage_config(stage: Path) -> None:
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
 
 
+def previous_seconds(stage: Path, mode: str) -> dict[str, float]:
+    """Seconds per page of the last build in ``stage`` if it ran in ``mode`` (else empty)."""
+    try:
+        status = json.loads((stage / "status.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    if status.get("mode") != mode:
+        return {}
+    return {r["chapter"]: r["seconds"] for r in status.get("chapters", [])}
+
+
 def report(record: dict) -> None:
     slow = record["slowest_cell"]
     slowest = f"; slowest cell {slow[1]}: {slow[0]:.1f} s" if slow else ""
@@ -423,6 +470,7 @@ def main(argv=None) -> int:
 
     fetch_vendor.ensure()
     stage = args.stage.resolve()
+    previous = previous_seconds(stage, args.mode)
     if stage.exists():
         shutil.rmtree(stage)
     stage.mkdir(parents=True)
@@ -440,18 +488,17 @@ def main(argv=None) -> int:
 
     chapters = notebook_chapters(root)
     if args.only:
-        unknown = set(args.only) - {c.stem for c in chapters}
+        known = [page_name(c) for c in chapters]
+        unknown = set(args.only) - set(known)
         if unknown:
-            ap.error(
-                f"--only names unknown chapters {sorted(unknown)}; known: {[c.stem for c in chapters]}"
-            )
-        chapters = [c for c in chapters if c.stem in args.only]
-    titles = {c.stem: chapter_title(c) for c in notebook_chapters(root)}
+            ap.error(f"--only names unknown pages {sorted(unknown)}; known: {known}")
+        chapters = [c for c in chapters if page_name(c) in args.only]
+    titles = {page_name(c): chapter_title(c) for c in notebook_chapters(root)}
     threads = max(1, (os.cpu_count() or 1) // max(1, args.jobs))
     jobs = [
         (
             str(c),
-            str(stage / "book" / (c.stem + ".ipynb")),
+            str(stage / "book" / (page_name(c) + ".ipynb")),
             args.mode,
             args.device,
             threads,
@@ -461,6 +508,9 @@ def main(argv=None) -> int:
         for c in chapters
     ]
 
+    # the longest pages first (by the last build of this stage in this mode), so that two at a time
+    # finish together
+    jobs.sort(key=lambda j: -previous.get(page_name(j[0]), 0.0))
     t0 = time.perf_counter()
     records = []
     if args.jobs > 1 and len(jobs) > 1:
@@ -473,15 +523,15 @@ def main(argv=None) -> int:
         for j in jobs:
             records.append(execute_one(*j))
             report(records[-1])
-    order = {c.stem: i for i, c in enumerate(chapters)}
+    order = {page_name(c): i for i, c in enumerate(chapters)}
     records.sort(key=lambda r: order[r["chapter"]])
     wall_seconds = round(time.perf_counter() - t0, 1)
     print(
         f"executed {len(records)} chapter(s) in {wall_seconds:.1f} s (mode={args.mode})", flush=True
     )
     for c in chapters:
-        staged_md = stage / "book" / (c.stem + ".md")
-        if (stage / "book" / (c.stem + ".ipynb")).exists():
+        staged_md = stage / "book" / (page_name(c) + ".md")
+        if (stage / "book" / (page_name(c) + ".ipynb")).exists():
             staged_md.unlink()
     write_status(stage, records, args.mode, args.jobs, titles, wall_seconds)
     stamp_run_times(stage, records, args.mode, args.jobs)

@@ -35,7 +35,7 @@ import nbformat
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build_book import notebook_chapters, toc_files
+from build_book import notebook_chapters, page_name, toc_files
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -307,7 +307,7 @@ def main(argv=None) -> int:
     out = (args.out or root / "_build" / "colab").resolve()
     conv = Converter(root)
     for md in notebook_chapters(root):
-        if args.chapters and md.stem not in args.chapters:
+        if args.chapters and page_name(md) not in args.chapters:
             continue
         page = md.relative_to(root).with_suffix("").as_posix()
         nb = conv.convert(nbformat.read(md.with_suffix(".ipynb"), as_version=4), page)

@@ -21,7 +21,7 @@ from html import escape
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build_book import ROOT, chapter_title, notebook_chapters
+from build_book import ROOT, chapter_title, lessons
 
 READY_JS = """() => {
   const maths = document.querySelectorAll('main .math').length;
@@ -99,7 +99,7 @@ def main(argv=None) -> int:
     ap.add_argument("--site", type=Path, default=ROOT / "_build" / "stage" / "_build" / "html")
     ap.add_argument("--out", type=Path, default=ROOT / "_build" / "handouts")
     args = ap.parse_args(argv)
-    chapters = [md for md in notebook_chapters(ROOT) if re.match(r"\d\d_", md.stem)]
+    chapters = lessons(ROOT)
     known = {md.stem: md for md in chapters}
     stems = args.chapters or list(known)
     unknown = [s for s in stems if s not in known]

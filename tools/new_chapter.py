@@ -1,13 +1,16 @@
 #!/usr/bin/env python
-"""Create a new chapter skeleton ``book/NN_name.md`` (jupytext MyST) and its paired ``.ipynb``.
+"""Create a new lesson skeleton ``book/NN_name.md`` (jupytext MyST) or its lab
+``book/labs/NN_name.md``, with the paired ``.ipynb``.
 
-    python tools/new_chapter.py 07_my_topic "My topic"     # no number: the toc numbers chapters
-    python tools/new_chapter.py --refresh-setup           # rewrite every chapter's setup cell (a fork)
+    python tools/new_chapter.py 08_my_topic "My topic"         # a lesson (the toc numbers lessons)
+    python tools/new_chapter.py --lab 08_my_topic "My topic"   # its lab: "Lab 8: My topic"
+    python tools/new_chapter.py --refresh-setup               # rewrite every setup cell (a fork)
 
 The skeleton holds the Colab setup cell (its install URL is the repository URL of ``_config.yml``),
-the ``parameters`` cell (mode, device, seed) and the sections every chapter has. Add the chapter to
-``_toc.yml`` yourself. ``--refresh-setup`` rewrites the setup cell of every page of ``book/`` that has
-one from the template (after ``repository.url`` changed, e.g. in a fork) and re-pairs the notebooks.
+the ``parameters`` cell (mode, device, seed) and the sections every lesson (or lab) has. Add the page to
+``_toc.yml`` yourself (a lesson to the part "Lessons", its lab to "Labs"). ``--refresh-setup`` rewrites
+the setup cell of every page of ``book/`` that has one from the template (after ``repository.url``
+changed, e.g. in a fork) and re-pairs the notebooks.
 """
 
 from __future__ import annotations
@@ -136,6 +139,20 @@ def skeleton(title: str) -> str:
     )
 
 
+def lab_skeleton(stem: str, title: str) -> str:
+    number = int(stem[:2])
+    return (
+        FRONT
+        + f"\n# Lab {number}: {title}\n\n"
+        + ":::{admonition} This lab\n:class: tip\n\n"
+        + f"The lab of lesson {number}, {{doc}}`../{stem}`: ... Read the lesson first.\n:::\n\n"
+        + setup_cell()
+        + "\n"
+        + PARAMETERS
+        + "\n## What this lab checks\n\n| claim | how it is checked | section |\n|---|---|---|\n"
+    )
+
+
 def refresh_setup() -> list[Path]:
     """Replace the setup cell of every page of book/ that has one by :func:`setup_cell`; return them."""
     pattern = re.compile(
@@ -143,7 +160,7 @@ def refresh_setup() -> list[Path]:
         re.DOTALL,
     )
     changed = []
-    for md in sorted((ROOT / "book").glob("*.md")):
+    for md in sorted((ROOT / "book").glob("*.md")) + sorted((ROOT / "book" / "labs").glob("*.md")):
         text = md.read_text()
         new = pattern.sub(lambda _m: setup_cell(), text, count=1)
         if new != text:
@@ -161,17 +178,24 @@ def main(argv=None) -> int:
             f"setup cell rewritten in {len(changed)} page(s): " + ", ".join(p.name for p in changed)
         )
         return 0
-    if len(argv) != 2:
+    lab = argv[:1] == ["--lab"]
+    argv = argv[1:] if lab else argv
+    if len(argv) != 2 or not re.match(r"\d\d_", argv[0]):
         print(__doc__)
         return 2
     stem, title = argv
-    md = ROOT / "book" / f"{stem}.md"
+    md = ROOT / "book" / ("labs" if lab else "") / f"{stem}.md"
     if md.exists():
         print(f"{md} exists; not overwriting")
         return 1
-    md.write_text(skeleton(title))
+    md.parent.mkdir(exist_ok=True)
+    md.write_text(lab_skeleton(stem, title) if lab else skeleton(title))
     subprocess.check_call([sys.executable, "-m", "jupytext", "--sync", str(md)])
-    print(f"created {md} and its paired .ipynb; add 'book/{stem}' to _toc.yml")
+    where = "Labs" if lab else "Lessons"
+    print(
+        f"created {md} and its paired .ipynb; add '{md.relative_to(ROOT).with_suffix('')}' to "
+        f"the part {where} of _toc.yml"
+    )
     return 0
 
 

@@ -20,7 +20,7 @@ from multiprocessing import get_context
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build_book import ROOT, execute_one, notebook_chapters
+from build_book import ROOT, execute_one, notebook_chapters, page_name
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -36,12 +36,14 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("chapters", nargs="+", help="chapter stems, or 'all'")
+    ap.add_argument(
+        "chapters", nargs="+", help="pages (03_concentration, labs/03_concentration), or 'all'"
+    )
     ap.add_argument("--mode", choices=("fast", "default", "paper"), default="default")
     ap.add_argument("--seeds", default="0-9")
     ap.add_argument("-j", "--jobs", type=int, default=1)
     args = ap.parse_args(argv)
-    known = {c.stem: c for c in notebook_chapters()}
+    known = {page_name(c): c for c in notebook_chapters()}
     stems = list(known) if args.chapters == ["all"] else args.chapters
     unknown = set(stems) - set(known)
     if unknown:
@@ -54,7 +56,7 @@ def main(argv=None) -> int:
     runs = [
         (
             str(known[s]),
-            str(out_dir / f"{s}-{args.mode}-seed{seed}.ipynb"),
+            str(out_dir / f"{s.replace('/', '-')}-{args.mode}-seed{seed}.ipynb"),
             args.mode,
             "cpu",
             max(1, 2 // args.jobs),

@@ -26,7 +26,7 @@ from pathlib import Path
 import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build_book import notebook_chapters
+from build_book import notebook_chapters, page_name
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -107,7 +107,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "_build" / "student-notebooks")
     args = ap.parse_args(argv)
     chapters = [
-        md for md in notebook_chapters(ROOT) if not args.chapters or md.stem in args.chapters
+        md for md in notebook_chapters(ROOT) if not args.chapters or page_name(md) in args.chapters
     ]
     args.out.mkdir(parents=True, exist_ok=True)
     archive = args.out.with_suffix(".zip")
@@ -124,9 +124,10 @@ def main(argv=None) -> int:
                     file=sys.stderr,
                 )
                 return 1
-            target = args.out / (md.stem + ".ipynb")
+            target = args.out / (page_name(md) + ".ipynb")
+            target.parent.mkdir(parents=True, exist_ok=True)
             nbformat.write(nb, target)
-            zf.write(target, target.name)
+            zf.write(target, target.relative_to(args.out).as_posix())
             checks = sum("exercise-check" in c.metadata.get("tags", []) for c in nb.cells)
             print(
                 f"{target.relative_to(ROOT) if target.is_relative_to(ROOT) else target}: "

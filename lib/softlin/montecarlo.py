@@ -23,6 +23,7 @@ __all__ = [
     "check_above",
     "check_below",
     "check_close",
+    "check_true",
     "fit_power_law",
     "mean_and_stderr",
     "paired_difference",
@@ -182,10 +183,11 @@ def fit_power_law(L_values, values, stderr=None) -> PowerLawFit:
 
 
 # --------------------------------------------------------------------------------------------------
-# Checks that say what failed: each prints a one-line verdict and raises AssertionError with the
-# numbers and the claim when it fails. ``value``, ``ref``, ``bound`` and ``se`` may be arrays (every
-# entry must pass; the verdict quotes the worst one). ``z`` is how many standard errors the claim
-# allows; a page says why (the number of checks, the false-alarm rate it accepts).
+# The book's one check vocabulary. Each check prints a one-line verdict and raises AssertionError with
+# the numbers and the claim when it fails; all take the same keywords. ``value``, ``ref``, ``bound`` and
+# ``se`` may be arrays (every entry must pass; the verdict quotes the worst one). ``n_se`` is how many
+# standard errors ``se`` the claim allows (a page says why: the number of checks, the false-alarm rate
+# it accepts); ``slack`` adds a known bias, correction term or rounding bound.
 
 
 def _worst(margin, *arrays):
@@ -213,38 +215,67 @@ def _numpy(x):
     return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else x
 
 
-def check_close(value, ref, se=0.0, *, z=0.0, slack=0.0, what="value"):
-    """Claim ``|value - ref| <= z se + slack`` (a known bias or rounding bound in ``slack``)."""
+def _allowance(n_se, s, slack):
+    """ "4 SE + 0.001", "4 SE" or "0.001" for the verdict line."""
+    parts = ([f"{n_se:g} SE"] if n_se else []) + ([f"{slack:.2g}"] if slack else [])
+    return " + ".join(parts)
+
+
+def check_close(value, ref, *, se=0.0, n_se=0.0, slack=0.0, what="value"):
+    """Claim ``|value - ref| <= n_se * se + slack``.
+
+    Prints e.g. ``slope -0.498 ± 0.006: within 4 SE of -0.5 (measured: 0.333 SE off)``.
+    """
     value, ref, se = (np.asarray(_numpy(x), dtype=np.float64) for x in (value, ref, se))
-    allowed = z * se + slack
+    allowed = n_se * se + slack
     (_, v, r, s, a), n = _worst(allowed - np.abs(value - ref), value, ref, se, allowed)
     passed = bool(np.all(np.abs(value - ref) <= allowed))
-    if z:
-        tail = f" + {slack:.2g}" if slack else ""
+    word = "within" if passed else "NOT within"
+    if n_se:
         text = (
-            f"{v:.4g} ± {s:.2g}: {'within' if passed else 'NOT within'} {z:g} SE{tail} of {r:.4g}"
+            f"{v:.4g} ± {s:.2g}: {word} {_allowance(n_se, s, slack)} of {r:.4g}"
             f"{_in_se(abs(v - r), s, 'off')}"
         )
     else:
-        text = f"{v:.6g} {'within' if passed else 'NOT within'} {a:.2g} of {r:.6g}"
+        text = f"{v:.6g} {word} {a:.2g} of {r:.6g}"
     _verdict(passed, what, text, n)
 
 
-def check_below(value, bound, *, se=0.0, z=0.0, what="value"):
-    """Claim ``value + z se < bound``: below ``bound`` by at least ``z`` standard errors."""
+def check_below(value, bound, *, se=0.0, n_se=0.0, slack=0.0, what="value"):
+    """Claim ``value + n_se * se < bound + slack``: below ``bound`` by at least ``n_se`` standard
+    errors (up to ``slack``)."""
     value, bound, se = (np.asarray(_numpy(x), dtype=np.float64) for x in (value, bound, se))
-    (_, v, b, s), n = _worst(bound - (value + z * se), value, bound, se)
-    passed = bool(np.all(value + z * se < bound))
+    (_, v, b, s), n = _worst(bound + slack - (value + n_se * se), value, bound, se)
+    passed = bool(np.all(value + n_se * se < bound + slack))
     word = "below" if passed else "NOT below"
-    text = f"{v:.4g} ± {s:.2g}: {z:g} SE {word} {b:.4g}" if z else f"{v:.4g} {word} {b:.4g}"
-    _verdict(passed, what, text + (_in_se(b - v, s, "below") if z else ""), n)
+    tail = f" (slack {slack:.2g})" if slack else ""
+    text = (
+        f"{v:.4g} ± {s:.2g}: {n_se:g} SE {word} {b:.4g}{tail}"
+        if n_se
+        else f"{v:.4g} {word} {b + slack:.4g}"
+    )
+    _verdict(passed, what, text + (_in_se(b - v, s, "below") if n_se else ""), n)
 
 
-def check_above(value, bound, *, se=0.0, z=0.0, what="value"):
-    """Claim ``value - z se > bound``: above ``bound`` by at least ``z`` standard errors."""
+def check_above(value, bound, *, se=0.0, n_se=0.0, slack=0.0, what="value"):
+    """Claim ``value - n_se * se > bound - slack``: above ``bound`` by at least ``n_se`` standard
+    errors (up to ``slack``)."""
     value, bound, se = (np.asarray(_numpy(x), dtype=np.float64) for x in (value, bound, se))
-    (_, v, b, s), n = _worst((value - z * se) - bound, value, bound, se)
-    passed = bool(np.all(value - z * se > bound))
+    (_, v, b, s), n = _worst((value - n_se * se) - (bound - slack), value, bound, se)
+    passed = bool(np.all(value - n_se * se > bound - slack))
     word = "above" if passed else "NOT above"
-    text = f"{v:.4g} ± {s:.2g}: {z:g} SE {word} {b:.4g}" if z else f"{v:.4g} {word} {b:.4g}"
-    _verdict(passed, what, text + (_in_se(v - b, s, "above") if z else ""), n)
+    tail = f" (slack {slack:.2g})" if slack else ""
+    text = (
+        f"{v:.4g} ± {s:.2g}: {n_se:g} SE {word} {b:.4g}{tail}"
+        if n_se
+        else f"{v:.4g} {word} {b - slack:.4g}"
+    )
+    _verdict(passed, what, text + (_in_se(v - b, s, "above") if n_se else ""), n)
+
+
+def check_true(condition, *, what, detail=""):
+    """Claim that ``condition`` holds (a statement that is not a comparison of numbers: a set of
+    starts, an exact structure). ``what`` states the claim; ``detail`` is printed with it."""
+    passed = bool(np.all(np.asarray(_numpy(condition))))
+    text = ("holds" if passed else "does NOT hold") + (f": {detail}" if detail else "")
+    _verdict(passed, what, text, 1)

@@ -27,11 +27,13 @@ __all__ = ["KEYS", "Key", "key_of"]
 
 @dataclass(frozen=True)
 class Key:
-    """One exercise's key: ``compute(*args, **objects)``, its tolerances, hint and test inputs."""
+    """One exercise's key: ``compute(*args, **objects)``, its tolerances (``digits``: the significant
+    digits the exercise's statement asks for, which then decide), hint and test inputs."""
 
     compute: object
     rtol: float = 1e-6
     atol: float = 0.0
+    digits: int | None = None  # the precision the exercise asks ("to three significant digits")
     hint: str = ""
     inputs: list | None = None  # argument tuples when the answer is a function
     objects: tuple = field(default=())  # the chapter objects ``compute`` needs, by keyword
@@ -219,25 +221,25 @@ def _ch5_tail(dim):
     return icl.risk_fluctuation_constant(*icl.bayes_optimal_parameters(eye), eye)
 
 
-# --- Chapter 6 --------------------------------------------------------------------------------------
+# --- Chapter 7 --------------------------------------------------------------------------------------
 
 
 @_key(
-    "ex-ch6-lookup",
+    "ex-ch7-lookup",
     rtol=1e-9,
     inputs=[(0.3,), (1.0,), (2.5,)],
     hint="Hint: on {-1, 1}, tanh(alpha x) is a multiple of x.",
 )
-def _ch6_lookup(alpha, *, scale_profile):
+def _ch7_lookup(alpha, *, scale_profile):
     return scale_profile("Rademacher", [alpha])[0][0]
 
 
 @_key(
-    "ex-ch6-ess",
+    "ex-ch7-ess",
     rtol=1e-6,
     hint="Hint: the MGF of the uniform law on [-h, h] is sinh(h a) / (h a).",
 )
-def _ch6_ess(*, ess_expansion):
+def _ch7_ess(*, ess_expansion):
     return [
         ess_expansion(sl.UniformMeasure(1), torch.tensor([a], dtype=torch.float64))[0]
         for a in (1.0, 3.0)
@@ -245,11 +247,11 @@ def _ch6_ess(*, ess_expansion):
 
 
 @_key(
-    "ex-ch6-floor",
+    "ex-ch7-floor",
     rtol=1e-9,
     hint="Hint: with A = Sigma^-1 / b the tilt at x_q = m is a multiple of Sigma^-1 m.",
 )
-def _ch6_floor(*, m):
+def _ch7_floor(*, m):
     sigma = torch.eye(2, dtype=torch.float64)
     A = sigma / 0.7  # b A = Sigma^-1 with b = 0.7
     a = A @ m - torch.linalg.solve(sigma, m)  # the tilt A x_q + v at x_q = m

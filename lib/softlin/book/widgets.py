@@ -12,6 +12,7 @@ self-check of an exercise from a computed answer key.
 
 from __future__ import annotations
 
+import math
 import os
 
 import matplotlib.pyplot as plt
@@ -210,7 +211,14 @@ def show_source(obj, *, docstring: bool = False) -> str:
 
 
 def answer_check(
-    expected, *args, rtol: float = 1e-6, atol: float = 0.0, inputs=None, hint: str = "", **objects
+    expected,
+    *args,
+    rtol: float = 1e-6,
+    atol: float = 0.0,
+    digits: int | None = None,
+    inputs=None,
+    hint: str = "",
+    **objects,
 ):
     """The self-check of an exercise, in one of two forms.
 
@@ -244,25 +252,38 @@ def answer_check(
             functools.partial(key.compute, **objects),
             rtol=key.rtol,
             atol=key.atol,
+            digits=key.digits,
             inputs=key.inputs,
             hint=key.hint,
         )
         return check(args[0])
     if args or objects:
         raise TypeError(
-            "answer_check(expected) with a callable key takes only rtol, atol, inputs and hint; "
+            "answer_check(expected) with a callable key takes only rtol, atol, digits, inputs and "
+            "hint; "
             "to check an answer by label, pass the label (a str) first"
         )
-    return make_check(expected, rtol=rtol, atol=atol, inputs=inputs, hint=hint)
+    return make_check(expected, rtol=rtol, atol=atol, digits=digits, inputs=inputs, hint=hint)
 
 
-def make_check(expected, *, rtol: float = 1e-6, atol: float = 0.0, inputs=None, hint: str = ""):
+def make_check(
+    expected,
+    *,
+    rtol: float = 1e-6,
+    atol: float = 0.0,
+    digits: int | None = None,
+    inputs=None,
+    hint: str = "",
+):
     """A self-check for an exercise: returns ``check(answer)``, which says whether ``answer`` is right.
 
     The answer key comes from softlin's closed forms or a simulation, never a pasted number: ``expected`` is
     a callable of no arguments returning the value (a number, array or tensor), or, with ``inputs``, a
     reference *function*, and the reader's answer is then a function evaluated at each of ``inputs`` (a list
-    of argument tuples). An answer is accepted when every entry is within ``atol + rtol * max|key|``.
+    of argument tuples). An answer is accepted when every entry is within ``atol + rtol * max|key|``;
+    with ``digits`` (the precision the exercise states, "to three significant digits"), when it is within
+    half a unit of the key's last asked digit, ``0.5 * 10**(floor(log10 max|key|) - digits + 1)``: the
+    key rounded to ``digits`` significant digits passes, an answer off by more than that rounding fails.
     ``check`` prints "Correct" or what is wrong (a shape, NaN, the relative error and at which input)
     followed by ``hint``; it never prints the key, and ``check(None)`` says that no answer was given yet.
     The key is computed at each call (a bug in it raises, it is not blamed on the reader).
@@ -274,8 +295,8 @@ def make_check(expected, *, rtol: float = 1e-6, atol: float = 0.0, inputs=None, 
 
     Raises
     ------
-    TypeError if ``expected`` is not callable; ValueError if ``rtol`` or ``atol`` is negative or
-    ``inputs`` is not a non-empty list of argument tuples.
+    TypeError if ``expected`` is not callable; ValueError if ``rtol`` or ``atol`` is negative, ``digits``
+    is not a positive int, or ``inputs`` is not a non-empty list of argument tuples.
     """
     import numpy as np
     import torch
@@ -287,6 +308,10 @@ def make_check(expected, *, rtol: float = 1e-6, atol: float = 0.0, inputs=None, 
         )
     if rtol < 0 or atol < 0:
         raise ValueError(f"rtol and atol must be non-negative, got rtol={rtol}, atol={atol}")
+    if digits is not None and (
+        isinstance(digits, bool) or not isinstance(digits, int) or digits < 1
+    ):
+        raise ValueError(f"digits must be a positive int (significant digits), got {digits!r}")
     if inputs is not None:
         inputs = [tuple(a) if isinstance(a, (tuple, list)) else (a,) for a in inputs]
         if not inputs:
@@ -315,8 +340,17 @@ def make_check(expected, *, rtol: float = 1e-6, atol: float = 0.0, inputs=None, 
                 return f"your answer{where} contains NaN or inf"
             scale = float(np.abs(want).max()) if want.size else 0.0
             err = float(np.abs(got.reshape(want.shape) - want).max()) if want.size else 0.0
-            if err > atol + rtol * scale:
-                return f"your answer{where} is off by {err / scale if scale else err:.2g} (relative error)"
+            if digits is not None and scale > 0:
+                # half a unit of the last asked digit, and float rounding of the key itself
+                allowed = 0.5 * 10.0 ** (math.floor(math.log10(scale)) - digits + 1) + 1e-12 * scale
+            else:
+                allowed = atol + rtol * scale
+            if err > allowed:
+                asked = "" if digits is None else f"; give {digits} significant digits"
+                return (
+                    f"your answer{where} is off by {err / scale if scale else err:.2g} (relative "
+                    f"error{asked})"
+                )
             worst = max(worst, err / scale if scale else err)
         return worst
 
@@ -329,7 +363,10 @@ def make_check(expected, *, rtol: float = 1e-6, atol: float = 0.0, inputs=None, 
             return _Verdict(False)
         result = verdict(answer)
         ok = not isinstance(result, str)
-        print(f"Correct (relative error {result:.1g})." if ok else f"Not yet: {result}.{tail}")
+        if ok and digits is not None:
+            print(f"Correct (to {digits} significant digits).")
+        else:
+            print(f"Correct (relative error {result:.1g})." if ok else f"Not yet: {result}.{tail}")
         return _Verdict(ok)
 
     check.inputs = inputs
