@@ -12,7 +12,7 @@ load. Times are CPU times of the process on one thread (see :func:`compare_times
 
 1. Streaming softmax attention over one long prompt against one plain read pass over the same tokens,
    against a naive materialised softmax (:func:`naive_softmax_attention`), and its extra memory.
-2. The training step of the experiment (``softlin.book.experiment.sgd_step``): one start (its softmax and its linear
+2. The training step of the experiment (``softlin.experiment.sgd_step``): one start (its softmax and its linear
    model) against the batch-drawing floor, S starts in one batched step against one start, and one model
    against a plain PyTorch loop (:class:`ReferenceTraining`).
 3. The time the closed-form infinite-prompt flow of chapter 5 takes to come within ``1e-8`` of the
@@ -381,7 +381,7 @@ class ReferenceAttention(torch.nn.Module):
 
     @classmethod
     def from_full_attention(cls, model):
-        """The same weights as a :class:`softlin.book.experiment.FullAttention` (``nn.Linear`` stores ``(out, in)``,
+        """The same weights as a :class:`softlin.experiment.FullAttention` (``nn.Linear`` stores ``(out, in)``,
         as ``FullAttention`` does)."""
         ref = cls(model.D, dtype=model.Q.dtype, device=model.Q.device)
         with torch.no_grad():
@@ -479,8 +479,7 @@ def training_step_times(
 
     Returns a dict name -> seconds per step.
     """
-    from softlin import icl
-    from softlin.book import experiment
+    from softlin import experiment, icl
 
     Sigma = icl.kms_covariance(d, 0.5, dtype=dtype)
     tau2, noise_var = 1.0 / d, 0.1

@@ -76,8 +76,7 @@ def book_figures():
 
 def profiles(L):
     """torch-profiler tables of one streaming call per dtype and of ten training steps of each loop."""
-    from softlin import icl
-    from softlin.book import experiment
+    from softlin import experiment, icl
     from torch.profiler import ProfilerActivity, profile
 
     def show(title, fn, *args):

@@ -3,7 +3,7 @@
 
 The figures compare the library's fast paths with plain references, so the references must compute the
 same thing: the naive softmax equals ``softmax_attention``, and the plain ``nn.Module`` training loop
-has the same loss, gradients and SGD update as ``softlin.book.experiment.sgd_step`` (float64, to 1e-10). No test
+has the same loss, gradients and SGD update as ``softlin.experiment.sgd_step`` (float64, to 1e-10). No test
 here asserts a time.
 """
 
@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 import softlin as sl
 import torch
-from softlin import icl
-from softlin.book import experiment
+from softlin import experiment, icl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import benchmarks as bm

@@ -1,5 +1,5 @@
 """In-context linear regression (softlin.icl): the prompt sampler, the reduced model and its risks, the
-infinite-prompt flow; and the experiment's full model with its fused SGD step (softlin.book.experiment).
+infinite-prompt flow; and the experiment's full model with its fused SGD step (softlin.experiment).
 
 Monte Carlo tolerances are a few standard errors of the estimate they check (stated in each test); exact
 identities are checked to rounding. The chapter's own experiment (training loops, baselines, figures) is
@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 import softlin as sl
 import torch
-from softlin import icl
-from softlin.book import experiment
+from softlin import experiment, icl
 
 F64 = torch.float64
 SIGMA = icl.kms_covariance(5, 0.5)
@@ -464,7 +463,7 @@ def test_full_model_is_attention_with_merged_matrices(gen, kind):
     model = experiment.FullAttention.initialise(5, kind=kind, generator=gen, dtype=F64)
     p = icl.sample_prompts(SIGMA, 25, 8, generator=gen)
     U = model.key_query() / math.sqrt(6)
-    V = model.output_value()[None]  # (1, D)
+    V = model.readout()[None]  # (1, D)
     attn = sl.softmax_attention if kind == "softmax" else sl.linear_attention
     expected = attn(p.tokens, p.queries, U, V)[:, 0, 0]
     assert torch.allclose(expected, model.predict(p.tokens, p.queries), atol=1e-12)

@@ -18,8 +18,7 @@ import paper_experiment as pe
 import pytest
 import torch
 from scipy import stats
-from softlin import icl
-from softlin.book import experiment
+from softlin import experiment, icl
 
 RESULTS = json.loads(pe.RESULTS.read_text())
 
@@ -28,8 +27,10 @@ def test_results_file_holds_the_papers_protocol_and_its_provenance():
     assert pe.RESULTS.stat().st_size < 400 * 1024
     intended = {r["L"] for r in RESULTS["lengths"] if not r["settings"]["released"]}
     released = {r["L"] for r in RESULTS["lengths"] if r["settings"]["released"]}
-    assert intended == set(pe.PAPER_LENGTHS), sorted(set(pe.PAPER_LENGTHS) - intended)
-    assert {10, 100, 1000} <= released <= set(pe.PAPER_LENGTHS), sorted(released)
+    assert intended == set(experiment.PAPER_LENGTHS), sorted(
+        set(experiment.PAPER_LENGTHS) - intended
+    )
+    assert {10, 100, 1000} <= released <= set(experiment.PAPER_LENGTHS), sorted(released)
     keys = [(pe.setting_name(r["settings"]), r["L"]) for r in RESULTS["lengths"]]
     assert len(keys) == len(set(keys)), "a length appears twice in one setting"
     for r in RESULTS["lengths"]:
@@ -137,7 +138,7 @@ def test_bayes_errors_are_the_ridge_errors_and_beat_other_lambdas():
 def test_the_code_digest_ignores_docstrings_and_comments_but_not_code():
     texts = {f: (pe.ROOT / f).read_text() for f in pe.TRAINING_CODE}
     base = pe._digest(texts)
-    doc, path = dict(texts), "lib/softlin/book/experiment.py"
+    doc, path = dict(texts), "lib/softlin/experiment.py"
     doc[path] = texts[path].replace(
         '"""One plain SGD step on the batch MSE',
         '"""A reworded docstring.\n\n    One plain SGD step',

@@ -11,9 +11,8 @@ import pkgutil
 import pytest
 import softlin as sl
 import torch
-from softlin import _checks, icl
+from softlin import _checks, experiment, icl
 from softlin import stability as st
-from softlin.book import experiment
 
 F64 = torch.float64
 VALIDATORS = ("as_tensor_arg", "check_sigma", "check_psd", "check_weights", "check_measure")

@@ -6,19 +6,20 @@
     .venv/bin/python tools/paper_experiment.py --merge          # per-length files -> book/data/...
     make paper-experiment L=200                                  # the same, then --merge
 
-Protocol (the authors' released script): d = 5, KMS(0.5) covariance, task prior
-N(0, I/d), label noise of variance 0.1, plain SGD at lr 1e-3 on the batch MSE, 128 fresh prompts per step,
-300 000 steps, PyTorch's default initialisation. Here ``--starts`` random starts (8 by default), each
-shared by its softmax and its linear model, and all 2S models train on one data stream: one batch a step,
-read once by all of them (``softlin.book.experiment.sgd_step``). Seeds: the starts come from ``seed``, the stream
-from ``seed + 1``, the test prompts from ``10_000 + L`` (as in the chapter).
+The protocol is ``softlin.experiment.INTENDED`` (or ``RELEASED``), the authors' released script: d = 5,
+KMS(0.5) covariance, task prior N(0, I/d), label noise of variance 0.1, plain SGD at lr 1e-3 on the batch
+MSE, 128 fresh prompts per step, 300 000 steps, PyTorch's default initialisation. Here ``--starts``
+random starts (8 by default), each shared by its softmax and its linear model, and all 2S models train
+on one data stream: one batch a step, read once by all of them (``softlin.experiment.sgd_step``). Seeds:
+the starts come from ``seed``, the stream from ``seed + 1``, the test prompts from ``10_000 + L``; the
+evaluation is ``softlin.experiment.evaluate`` (as on lesson 6's pages).
 
 Every ``--checkpoint-every`` steps (1 000) the models, the stream's generator state and the history go to
 ``<out>/checkpoints/L<L>.pt`` (written atomically); a rerun resumes from it. The per-length result
 ``<out>/L<L>.json`` is rewritten at every record (every ``--record-every`` steps and at step 1 000), with
 ``complete: false`` until the last step, so an interrupted run still draws what it has. ``--merge``
-collects them into the committed results file (``book/data/paper_experiment.json``), which chapter 5
-draws and ``tests/test_paper_experiment.py`` checks (the first 1 000 steps of one length rerun).
+collects them into the committed results file (``book/data/paper_experiment.json``), which lesson 6
+draws (``softlin.experiment.load_results``) and ``tests/test_paper_experiment.py`` checks (the first 1 000 steps of one length rerun).
 """
 
 from __future__ import annotations
@@ -36,129 +37,84 @@ import torch
 from checkout import git
 
 ROOT = Path(__file__).resolve().parents[1]
-PAPER_LENGTHS = list(range(10, 100, 10)) + list(range(100, 1001, 100))
 RESULTS = ROOT / "book" / "data" / "paper_experiment.json"
-DEFAULTS = {
-    "d": 5,
-    "rho": 0.5,
-    "tau2": 0.2,
-    "noise_var": 0.1,
-    "lr": 1e-3,
-    "batch": 128,
-    "steps": 300_000,
-    "starts": 8,
-    "seed": 0,
-    "n_test": 8192,
-    "record_every": 10_000,
-    "released": False,
-    "different_starts": False,
-}
 FIRST_BLOCK = 1_000  # the train loss over steps 1..1000 is recorded exactly (the rerun test)
-
-
-def _icl():
-    from softlin import icl
-
-    return icl
+RECORD_EVERY = 10_000
 
 
 def _experiment():
-    from softlin.book import experiment
+    from softlin import experiment
 
     return experiment
 
 
-def test_batches(settings, L, device):
-    """The test prompts of length L (``experiment.held_out_prompts``: ``n_test`` of them, seed
-    10 000 + L)."""
-    Sigma = _icl().kms_covariance(
-        settings["d"], settings["rho"], dtype=torch.float32, device=device
-    )
-    return _experiment().held_out_prompts(
-        Sigma,
-        L,
-        settings["n_test"],
-        tau2=settings["tau2"],
-        noise_var=settings["noise_var"],
-        released=settings["released"],
+def settings_of(protocol, record_every=RECORD_EVERY):
+    """The settings a result file records: the protocol's fields (``experiment.Protocol``) but its
+    lengths, with ``different_starts`` for ``separate_starts`` (the files' historical key)."""
+    import dataclasses
+
+    fields = dataclasses.asdict(protocol)
+    fields.pop("lengths")
+    fields["different_starts"] = fields.pop("separate_starts")
+    return {**fields, "record_every": record_every}
+
+
+def protocol_of(settings):
+    """The ``experiment.Protocol`` of a settings dict (:func:`settings_of`'s inverse)."""
+    ex = _experiment()
+    return ex.INTENDED.replace(
+        **{k: v for k, v in settings.items() if k not in ("record_every", "different_starts")},
+        separate_starts=settings["different_starts"],
     )
 
 
 def evaluate(models, settings, L, device, *, baselines=False):
-    """Test MSE of every start of every model (dict kind -> list of S floats); with ``baselines``, also the
-    Bayes and ridge errors and the start-averaged paired statistics with their test-set standard errors."""
-    errs = {k: [] for k in models}
-    bayes, ridge = [], []
-    with torch.no_grad():
-        for p in test_batches(settings, L, device):
-            for k, m in models.items():
-                errs[k].append(((m.predict(p.tokens, p.queries) - p.targets) ** 2).double().cpu())
-            if baselines:
-                b, r = _experiment().bayes_errors(
-                    p, tau2=settings["tau2"], noise_var=settings["noise_var"]
-                )
-                bayes.append(b.cpu())
-                ridge.append(r.cpu())
-    errs = {k: torch.cat(v, 1) for k, v in errs.items()}  # (S, n_test)
-    out = {"mse": {k: v.mean(1).tolist() for k, v in errs.items()}}
+    """Test MSE of every start of every model (dict kind -> list of S floats) by
+    ``experiment.evaluate``; with ``baselines``, also the Bayes and ridge errors and the start-averaged
+    paired statistics with their test-set standard errors."""
+    ev = _experiment().evaluate(
+        list(models.values()), protocol_of(settings), L, device=device, baselines=baselines
+    )
+    out = {"mse": {k: ev.errors(k).mean(1).tolist() for k in models}}
     if baselines:
         n = settings["n_test"]
-        bayes, ridge = torch.cat(bayes), torch.cat(ridge)
 
         def se(v):
             return float(v.std() / math.sqrt(n))
 
-        gap = (errs["softmax"] - errs["linear"]).mean(
-            0
-        )  # start-averaged paired gap, per test prompt
+        gap = (ev.softmax - ev.linear).mean(0)  # start-averaged paired gap, per test prompt
         out.update(
-            bayes=float(bayes.mean()),
-            bayes_se=se(bayes),
-            ridge=float(ridge.mean()),
-            ridge_se=se(ridge),
+            bayes=float(ev.bayes.mean()),
+            bayes_se=se(ev.bayes),
+            ridge=float(ev.ridge.mean()),
+            ridge_se=se(ev.ridge),
             gap_test_se=se(gap),
-            excess_test_se={k: se(v.mean(0) - bayes) for k, v in errs.items()},
-            excess_ridge_test_se={k: se(v.mean(0) - ridge) for k, v in errs.items()},
-            gap_test_se_per_start=[se(g) for g in errs["softmax"] - errs["linear"]],
+            excess_test_se={k: se(ev.errors(k).mean(0) - ev.bayes) for k in models},
+            excess_ridge_test_se={k: se(ev.excess(k).mean(0)) for k in models},
+            gap_test_se_per_start=[se(g) for g in ev.softmax - ev.linear],
         )
     return out
-
-
-def starting_models(settings, device):
-    """The S starts (``seed``) of ``experiment.experiment_starts``, by kind: softmax and linear from the same
-    weights, or, with ``different_starts`` (the released script's default), separate draws."""
-    gen = torch.Generator(device).manual_seed(settings["seed"])
-    models = _experiment().experiment_starts(
-        settings["d"],
-        settings["starts"],
-        generator=gen,
-        separate=settings["different_starts"],
-        device=device,
-    )
-    return {m.kind: m for m in models}
 
 
 # What the numbers depend on: these definitions, compared without docstrings and comments (so that a
 # result can be matched with the commit that holds exactly this code, see merge).
 TRAINING_CODE = {
     "lib/softlin/icl.py": ("kms_covariance", "PromptSampler", "sample_prompts"),
-    "lib/softlin/book/experiment.py": (
+    "lib/softlin/experiment.py": (
+        "Protocol",
         "FullAttention",
         "experiment_starts",
         "held_out_prompts",
         "bayes_errors",
+        "Evaluation",
+        "evaluate",
         "sgd_run",
         "_check_prompts",
         "sgd_step",
     ),
     "lib/softlin/_fast.py": ("fused_sgd_step", "_row_scales"),
     "lib/softlin/attention.py": ("tilted_mean", "linear_mean"),
-    "tools/paper_experiment.py": (
-        "test_batches",
-        "evaluate",
-        "starting_models",
-        "run",
-    ),
+    "tools/paper_experiment.py": ("settings_of", "protocol_of", "evaluate", "run"),
 }
 
 
@@ -294,26 +250,18 @@ def run(
 ):
     """Train (or resume) the experiment at prompt length ``L``; returns the per-length result dict.
 
-    ``settings``: overrides of :data:`DEFAULTS`. ``stop_after``: stop (after checkpointing) once this many
+    ``settings``: overrides of the intended protocol's settings (:func:`settings_of`). ``stop_after``: stop (after checkpointing) once this many
     steps are done in total, as an interruption would (for the resume test)."""
     from tqdm.auto import tqdm
 
-    icl = _icl()
-    settings = {**DEFAULTS, **(settings or {})}
+    settings = {**settings_of(_experiment().INTENDED), **(settings or {})}
+    protocol = protocol_of(settings)
     device = torch.device(device)
     out = Path(out)
     ckpt_path, json_path = out / "checkpoints" / f"L{L:04d}.pt", out / f"L{L:04d}.json"
-    Sigma = icl.kms_covariance(settings["d"], settings["rho"], dtype=torch.float32, device=device)
-    sampler = icl.PromptSampler(
-        Sigma,
-        L,
-        settings["batch"],
-        tau2=settings["tau2"],
-        noise_var=settings["noise_var"],
-        released=settings["released"],
-    )
-    stream = torch.Generator(device).manual_seed(settings["seed"] + 1)
-    models = starting_models(settings, device)
+    sampler = protocol.sampler(L, device=device)
+    stream = protocol.stream(device=device)
+    models = {m.kind: m for m in protocol.initial_models(device=device)}
     kinds = list(models)
     history = {
         "steps": [],
@@ -374,7 +322,7 @@ def run(
                 k: _rounded(m.key_query().tolist(), 5) for k, m in models.items()
             }
             result["final"]["output_value"] = {
-                k: _rounded(m.output_value().tolist(), 5) for k, m in models.items()
+                k: _rounded(m.readout().tolist(), 5) for k, m in models.items()
             }
         _save_atomic(result, json_path, as_json=True)
         return result
@@ -541,9 +489,10 @@ def main(argv=None):
     ap.add_argument(
         "--L", type=int, action="append", help="prompt length (repeat for several; all 19 if none)"
     )
-    ap.add_argument("--starts", type=int, default=DEFAULTS["starts"])
-    ap.add_argument("--steps", type=int, default=DEFAULTS["steps"])
-    ap.add_argument("--seed", type=int, default=DEFAULTS["seed"])
+    intended = _experiment().INTENDED
+    ap.add_argument("--starts", type=int, default=intended.starts)
+    ap.add_argument("--steps", type=int, default=intended.steps)
+    ap.add_argument("--seed", type=int, default=intended.seed)
     ap.add_argument("--released", action="store_true", help="the authors' released data generator")
     ap.add_argument(
         "--different-starts", action="store_true", help="separate starts for the linear models"
@@ -571,7 +520,7 @@ def main(argv=None):
         "different_starts": args.different_starts,
     }
     out = args.out or RUNS / setting_name(settings)
-    for L in args.L or PAPER_LENGTHS:
+    for L in args.L or intended.lengths:
         res = run(L, settings, out=out, device=args.device, progress=not args.no_progress)
         mse = {k: sum(v) / len(v) for k, v in res["final"]["mse"].items()}
         print(

@@ -12,9 +12,9 @@ paper result it implements):
 
 The other modules are named after their ideas and load on first use (``softlin.icl.kms_covariance`` works
 after ``import softlin``): ``montecarlo`` (prompt sampler, standard errors, power-law fits),
-``concentration`` (Section 3), ``stability`` (Section 4), ``icl`` (Section 5); the reader apparatus
-(modes, figure style, explorers, exercise self-checks) and the experiment's training apparatus
-(``softlin.book.experiment``) are the subpackage ``softlin.book``.
+``concentration`` (Section 3), ``stability`` (Section 4), ``icl`` (Section 5), ``experiment`` (the paper's
+Section 5 experiment: its protocol, model, training, evaluation and committed results); the reader
+apparatus (modes, figure style, explorers, exercise self-checks) is the subpackage ``softlin.book``.
 """
 
 import importlib
@@ -33,6 +33,7 @@ SUBMODULES = (
     "concentration",
     "icl",
     "stability",
+    "experiment",
     "book",
 )
 

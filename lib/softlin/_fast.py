@@ -125,7 +125,7 @@ def _one_shift_pass(tokens, a, weights, c):
 
 
 # ==================================================================================================
-# The fused training step of softlin.book.experiment.FullAttention: selected by
+# The fused training step of softlin.experiment.FullAttention: selected by
 # ``experiment.sgd_step(..., fused=True)`` and tested equal, values and gradients, to autograd of
 # ``FullAttention.loss`` (tests/test_icl.py).
 

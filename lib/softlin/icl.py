@@ -11,9 +11,8 @@ its infinite-prompt limit is ``b w^T Sigma A x_q`` and its risk (Section 5.3)
 ``R_inf(A, b) = 1/2 tr((b Sigma A - I) Sigma (b Sigma A - I)^T)`` (:func:`infinite_prompt_risk`), zero at
 ``b* = tr(Sigma^-2)^(1/4)``, ``A* = Sigma^-1 / b*`` (:func:`bayes_optimal_parameters`).
 
-The reduced-model risks are *half* mean squared errors (the theory). The experiment's full model, its
-starts, SGD and evaluation are the apparatus :mod:`softlin.book.experiment`, which this module does not
-import.
+The reduced-model risks are *half* mean squared errors (the theory). The paper's experiment (the full
+model, its protocol, SGD and evaluation) is :mod:`softlin.experiment`, which builds on this module.
 """
 
 from __future__ import annotations
@@ -385,19 +384,23 @@ def linear_class_optimum(Sigma, L, *, tau2=1.0, noise_var=0.0, released=False):
     return Gamma, float(mse)
 
 
-def risk_fluctuation_constant(A, b, Sigma, *, tau2=1.0):
-    """``lim L (R_L - R_inf)`` at a zero-risk point: the delta-method constant, averaged over w and x_q.
+def risk_fluctuation_constant(A, b, Sigma, *, tau2=1.0, noise_var=0.0):
+    """``lim L E 1/2 (y_hat_L - y_hat_inf)^2``: the delta-method constant, averaged over w and x_q.
 
     For a fixed task and query ``L E(y_hat_L - y_hat_inf)^2 -> exp(a^T Sigma a) b^2 (w^T Sigma w +
-    (w^T Sigma a)^2)``, ``a = A x_q`` (noiseless); half its average over ``w`` and ``x_q`` is, with
-    ``M = A^T Sigma A``, ``N = A^T Sigma^2 A`` and ``S = (Sigma^-1 - 2 M)^-1``,
+    noise_var + (w^T Sigma a)^2)``, ``a = A x_q`` (chapter 3's constant with the token covariance
+    ``Gamma_w``, whose label entry is ``w^T Sigma w + noise_var``); half its average over
+    ``w ~ N(0, tau2 I)`` and ``x_q ~ N(0, Sigma)`` is, with ``M = A^T Sigma A``, ``N = A^T Sigma^2 A`` and
+    ``S = (Sigma^-1 - 2 M)^-1``,
 
-        C = 1/2 tau2 b^2 det(I - 2 M Sigma)^(-1/2) (tr Sigma + tr(N S)),
+        C = 1/2 b^2 det(I - 2 M Sigma)^(-1/2) (tau2 tr Sigma + noise_var + tau2 tr(N S)),
 
-    finite if and only if ``Sigma^-1 - 2 M`` is positive definite (``math.inf`` otherwise).
+    finite if and only if ``Sigma^-1 - 2 M`` is positive definite (``math.inf`` otherwise). Where the
+    infinite-prompt prediction is exact (``b Sigma A = I``) it is ``lim L (R_L - R_inf)``.
     """
     A, b, Sigma = _reduced_args(A, b, Sigma)
     tau2 = check_real("tau2", tau2, positive=True)
+    noise_var = check_real("noise_var", noise_var, nonneg=True)
     M = A.T @ Sigma @ A
     prec = torch.linalg.inv(Sigma) - 2 * M
     prec = 0.5 * (prec + prec.T)
@@ -405,7 +408,8 @@ def risk_fluctuation_constant(A, b, Sigma, *, tau2=1.0):
         return math.inf
     det = torch.linalg.det(torch.eye(A.shape[0], dtype=A.dtype, device=A.device) - 2 * M @ Sigma)
     NS = A.T @ Sigma @ Sigma @ A @ torch.linalg.inv(prec)
-    return float(0.5 * tau2 * b**2 * det**-0.5 * (torch.trace(Sigma) + torch.trace(NS)))
+    inner = tau2 * torch.trace(Sigma) + noise_var + tau2 * torch.trace(NS)
+    return float(0.5 * b**2 * det**-0.5 * inner)
 
 
 # --------------------------------------------------------------------------------------------------
