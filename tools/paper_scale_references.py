@@ -218,7 +218,9 @@ def curvature_point(U, v, L, generator):
 
 
 def curvature_points(generator, lengths=CURVATURE_LENGTHS):
-    """Every start outside the reduced basin, and the first one inside it, at each length."""
+    """Every start outside the reduced basin, and the first one inside it, at each length: yields the
+    list of the points done so far after each point (the caller writes it: nothing is lost to an
+    interruption)."""
     runs = experiment.load_results(json.loads(pe.RESULTS.read_text()))["intended"]
     points = []
     for L in lengths:
@@ -248,7 +250,7 @@ def curvature_points(generator, lengths=CURVATURE_LENGTHS):
                 f"second difference {d['second_difference']} ({points[-1]['seconds']} s)",
                 flush=True,
             )
-    return points
+            yield points
 
 
 def longer_run_summary(path):
@@ -288,16 +290,19 @@ def main(argv=None):
     if args.curvature:
         torch.set_num_threads(1)
         t0 = time.perf_counter()
-        points = curvature_points(torch.Generator().manual_seed(2027))
-        doc = json.loads(TARGET.read_text())
-        doc["curvature"] = {
-            **results_header("tools/paper_scale_references.py", __doc__),
-            "seconds": round(time.perf_counter() - t0),
-            "prompts": HESSIAN_PROMPTS,
-            "batches": BATCHES,
-            "steps": list(STEPS),
-            "points": points,
-        }
+        for points in curvature_points(torch.Generator().manual_seed(2027)):
+            doc = json.loads(TARGET.read_text())
+            doc["curvature"] = {
+                **results_header("tools/paper_scale_references.py", __doc__),
+                "seconds": round(time.perf_counter() - t0),
+                "prompts": HESSIAN_PROMPTS,
+                "batches": BATCHES,
+                "steps": list(STEPS),
+                "complete": False,  # until the last point
+                "points": points,
+            }
+            TARGET.write_text(json.dumps(doc, indent=1))
+        doc["curvature"]["complete"] = True
         TARGET.write_text(json.dumps(doc, indent=1))
         print(f"updated the curvature entry of {TARGET}")
         return
