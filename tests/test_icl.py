@@ -509,7 +509,9 @@ def test_sgd_step_and_full_model_errors(gen):
     with pytest.raises(ValueError, match="lr must be positive"):
         experiment.sgd_step([model], p, 0.0)
     with pytest.raises(ValueError, match="dtype"):
-        experiment.sgd_step([model.to(torch.float32)], p, 0.1)
+        experiment.sgd_step(
+            [experiment.FullAttention(*(w.float() for w in model.parameters()))], p, 0.1
+        )
     bad = icl.RegressionPrompts(p.tokens.clone(), p.queries, p.targets, p.tasks)
     bad.tokens[0, 0, 0] = float("nan")  # no value pass per step: the loss shows it
     assert not math.isfinite(float(experiment.sgd_step([model.clone()], bad, 0.1)[0]))

@@ -154,23 +154,14 @@ def test_the_code_digest_ignores_docstrings_and_comments_but_not_code():
 
 
 def test_the_page_and_the_tool_run_one_protocol(tmp_path):
-    """Chapter 5's live run (these lines, as the page writes them) and the tool give equal numbers for
-    equal settings: the starts, the data stream, the steps and the test prompts are icl's, once."""
+    """Lesson 6's lab (experiment.train and experiment.evaluate, as the page calls them) and the tool
+    give equal numbers for equal settings: the protocol, the starts, the data stream, the steps and the
+    test prompts are softlin.experiment's, once."""
     settings = {"steps": 200, "starts": 2, "n_test": 512, "record_every": 100, "lr": 0.01}
     tool = pe.run(10, settings, out=tmp_path, progress=False)
-    Sigma = icl.kms_covariance(5, 0.5, dtype=torch.float32)
-    models = experiment.experiment_starts(5, 2, generator=torch.Generator().manual_seed(0))
-    sampler = icl.PromptSampler(Sigma, 10, 128, tau2=0.2, noise_var=0.1)
-    for _ in experiment.sgd_run(models, sampler, torch.Generator().manual_seed(1), 0.01, 200):
-        pass
-    with torch.no_grad():
-        for m in models:
-            errs = torch.cat(
-                [
-                    ((m.predict(p.tokens, p.queries) - p.targets) ** 2).double()
-                    for p in experiment.held_out_prompts(Sigma, 10, 512, tau2=0.2, noise_var=0.1)
-                ],
-                -1,
-            )
-            # the file keeps 6 significant digits
-            np.testing.assert_allclose(errs.mean(-1), tool["final"]["mse"][m.kind], rtol=2e-6)
+    protocol = experiment.INTENDED.replace(steps=200, starts=2, n_test=512, lr=0.01)
+    assert experiment.Protocol.from_settings(pe.settings_of(protocol)) == protocol
+    ev = experiment.evaluate(experiment.train(protocol, 10), protocol, 10, baselines=False)
+    for kind in ("softmax", "linear"):
+        # the file keeps 6 significant digits
+        np.testing.assert_allclose(ev.errors(kind).mean(-1), tool["final"]["mse"][kind], rtol=2e-6)

@@ -148,3 +148,30 @@ def test_chapter_6_fails_when_the_sign_law_log_mgf_is_perturbed():
     )
     failure = failing_check("07_beyond_the_paper", patch)
     assert failure.startswith("AssertionError: check failed: Rademacher, ESS / L at the largest L")
+
+
+@pytest.mark.book
+def test_lesson_6_fails_when_the_fluctuation_constant_is_perturbed():
+    """Lesson 6's large-prompt constant of softmax attention: `icl.risk_fluctuation_constant` scaled by
+    1.1 raises C_soft from 20.3 to about 22.4, seven standard errors above the extrapolated L x excess
+    of the numerically found best softmax model (19.9 +- 0.3), which the lesson's check compares with
+    it."""
+    patch = replaced(
+        "softlin.icl", "risk_fluctuation_constant", "lambda *a, **k: 1.1 * _right(*a, **k)"
+    )
+    failure = failing_check("06_paper_experiment", patch)
+    assert failure.startswith("AssertionError")
+    assert "extrapolated" in failure and "NOT within" in failure
+
+
+@pytest.mark.book
+def test_lab_6_fails_when_the_linear_class_optimum_is_perturbed():
+    """Lab 6's check that trained linear attention sits at its class optimum: the closed form
+    `icl.linear_class_optimum` evaluated at 2L instead of L (its 1/L terms halved, a subtle bug of the
+    fourth moments) is 0.13 below the trained models at L = 10, seven standard errors of the check."""
+    patch = replaced(
+        "softlin.icl", "linear_class_optimum", "lambda S, L, **k: _right(S, 2 * L, **k)"
+    )
+    failure = failing_check("labs/06_paper_experiment", patch)
+    assert failure.startswith("AssertionError")
+    assert "linear minus its class optimum" in failure and "NOT within" in failure

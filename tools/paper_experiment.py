@@ -50,7 +50,8 @@ def _experiment():
 
 def settings_of(protocol, record_every=RECORD_EVERY):
     """The settings a result file records: the protocol's fields (``experiment.Protocol``) but its
-    lengths, with ``different_starts`` for ``separate_starts`` (the files' historical key)."""
+    lengths, with ``different_starts`` for ``separate_starts`` (the files' historical key); the inverse
+    is ``experiment.Protocol.from_settings``."""
     import dataclasses
 
     fields = dataclasses.asdict(protocol)
@@ -59,21 +60,16 @@ def settings_of(protocol, record_every=RECORD_EVERY):
     return {**fields, "record_every": record_every}
 
 
-def protocol_of(settings):
-    """The ``experiment.Protocol`` of a settings dict (:func:`settings_of`'s inverse)."""
-    ex = _experiment()
-    return ex.INTENDED.replace(
-        **{k: v for k, v in settings.items() if k not in ("record_every", "different_starts")},
-        separate_starts=settings["different_starts"],
-    )
-
-
 def evaluate(models, settings, L, device, *, baselines=False):
     """Test MSE of every start of every model (dict kind -> list of S floats) by
     ``experiment.evaluate``; with ``baselines``, also the Bayes and ridge errors and the start-averaged
     paired statistics with their test-set standard errors."""
     ev = _experiment().evaluate(
-        list(models.values()), protocol_of(settings), L, device=device, baselines=baselines
+        list(models.values()),
+        _experiment().Protocol.from_settings(settings),
+        L,
+        device=device,
+        baselines=baselines,
     )
     out = {"mse": {k: ev.errors(k).mean(1).tolist() for k in models}}
     if baselines:
@@ -114,7 +110,7 @@ TRAINING_CODE = {
     ),
     "lib/softlin/_fast.py": ("fused_sgd_step", "_row_scales"),
     "lib/softlin/attention.py": ("tilted_mean", "linear_mean"),
-    "tools/paper_experiment.py": ("settings_of", "protocol_of", "evaluate", "run"),
+    "tools/paper_experiment.py": ("settings_of", "evaluate", "run"),
 }
 
 
@@ -255,7 +251,7 @@ def run(
     from tqdm.auto import tqdm
 
     settings = {**settings_of(_experiment().INTENDED), **(settings or {})}
-    protocol = protocol_of(settings)
+    protocol = _experiment().Protocol.from_settings(settings)
     device = torch.device(device)
     out = Path(out)
     ckpt_path, json_path = out / "checkpoints" / f"L{L:04d}.pt", out / f"L{L:04d}.json"

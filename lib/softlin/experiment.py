@@ -11,9 +11,9 @@ returns an :class:`Evaluation`; :func:`load_results` reads the committed paper-s
 records. The errors here are plain mean squared errors, target noise included (the experiment's loss);
 the reduced-model risks of :mod:`softlin.icl` are *half* mean squared errors (the theory).
 
-What the theory predicts for this experiment at large ``L`` (lesson 6) is :func:`large_prompt_constants`:
-each model's excess over the Bayes risk falls as ``C / L``, with ``C`` from the closed-form linear class
-optimum and the delta-method fluctuation constant of :mod:`softlin.icl`.
+What the theory predicts for this experiment at large ``L`` (lesson 6) is
+:func:`softlin.icl.large_prompt_constants` at the protocol's settings: each model's excess over the Bayes
+risk falls as ``C / L``.
 """
 
 from __future__ import annotations
@@ -39,10 +39,7 @@ from .icl import (
     KINDS,
     PromptSampler,
     RegressionPrompts,
-    bayes_optimal_parameters,
     kms_covariance,
-    linear_class_optimum,
-    risk_fluctuation_constant,
     sample_prompts,
 )
 
@@ -52,20 +49,23 @@ __all__ = [
     "REDUCED_BASIN",
     "RELEASED",
     "ByKind",
+    "CurvaturePoint",
     "Evaluation",
+    "Floor",
     "FullAttention",
-    "LargePromptConstants",
     "LengthRun",
     "Protocol",
+    "References",
     "bayes_errors",
     "block_ratios",
     "evaluate",
     "experiment_starts",
     "held_out_prompts",
-    "large_prompt_constants",
+    "load_references",
     "load_results",
     "sgd_run",
     "sgd_step",
+    "train",
     "zero_block_size",
 ]
 
@@ -115,6 +115,14 @@ class Protocol:
         """``"released"`` for the authors' generator, else ``"intended"``."""
         return "released" if self.released else "intended"
 
+    @classmethod
+    def from_settings(cls, settings):
+        """The protocol a results file records (its ``settings``; ``different_starts`` is
+        ``separate_starts``; entries that are not settings, such as ``record_every``, are ignored)."""
+        fields = {f.name for f in dataclasses.fields(cls)} - {"lengths"}
+        given = {k: v for k, v in settings.items() if k in fields}
+        return cls(**given, separate_starts=settings.get("different_starts", False))
+
     def replace(self, **changes):
         """A copy with some settings changed (``INTENDED.replace(steps=6000, lr=0.05)``)."""
         return dataclasses.replace(self, **changes)
@@ -123,17 +131,13 @@ class Protocol:
         """``Sigma`` (d, d), the inputs' KMS covariance."""
         return kms_covariance(self.d, self.rho, dtype=dtype, device=device)
 
+    def _data(self):  # the keyword arguments of the prompt samplers
+        return {"tau2": self.tau2, "noise_var": self.noise_var, "released": self.released}
+
     def sampler(self, L, *, batch=None, device=None):
         """The training data of length L: a :class:`softlin.icl.PromptSampler` (float32)."""
         Sigma = self.covariance(dtype=torch.float32, device=device)
-        return PromptSampler(
-            Sigma,
-            L,
-            batch or self.batch,
-            tau2=self.tau2,
-            noise_var=self.noise_var,
-            released=self.released,
-        )
+        return PromptSampler(Sigma, L, batch or self.batch, **self._data())
 
     @staticmethod
     def test_seed(L):
@@ -143,16 +147,8 @@ class Protocol:
     def test_prompts(self, L, n=None, *, device=None, chunk=512):
         """The first ``n`` (default ``n_test``) test prompts of length L (:func:`held_out_prompts`)."""
         Sigma = self.covariance(dtype=torch.float32, device=device)
-        return held_out_prompts(
-            Sigma,
-            L,
-            n or self.n_test,
-            tau2=self.tau2,
-            noise_var=self.noise_var,
-            released=self.released,
-            chunk=chunk,
-            seed=self.test_seed(L),
-        )
+        seed = self.test_seed(L)
+        return held_out_prompts(Sigma, L, n or self.n_test, chunk=chunk, seed=seed, **self._data())
 
     def initial_models(self, *, device=None):
         """The ``starts`` starts, ``[softmax, linear]`` (:func:`experiment_starts`, seed ``seed``)."""
@@ -252,12 +248,6 @@ class FullAttention:
         """A deep copy, optionally of the other kind (same weights: a shared start)."""
         return FullAttention(*(p.clone() for p in self.parameters()), kind=kind or self.kind)
 
-    def to(self, dtype=None, device=None):
-        """A copy in another dtype and/or on another device."""
-        return FullAttention(
-            *(p.to(dtype=dtype, device=device) for p in self.parameters()), self.kind
-        )
-
     def key_query(self):
         """The merged key-query matrix ``K^T Q``, (D, D) or (S, D, D) (the recorded one)."""
         return self.K.mT @ self.Q
@@ -335,6 +325,24 @@ def sgd_run(models, sampler, stream, lr, steps, *, done=0):
         yield step, sgd_step(models, sampler.sample(stream), lr)
 
 
+def train(protocol, L, *, device=None, progress=False):
+    """Train the protocol's starts at prompt length L from scratch: ``protocol.steps`` steps of
+    :func:`sgd_run` on one data stream (:meth:`Protocol.initial_models`, :meth:`Protocol.sampler`,
+    :meth:`Protocol.stream`), with a progress bar (``tqdm.auto``) when ``progress``. Returns the trained
+    models ``[softmax, linear]`` (``tools/paper_experiment.py`` runs the same steps with checkpoints)."""
+    from tqdm.auto import tqdm
+
+    if not isinstance(protocol, Protocol):
+        raise TypeError(f"protocol must be a Protocol, got {type(protocol).__name__}")
+    check_positive_int("L", L)
+    models = protocol.initial_models(device=device)
+    sampler, stream = protocol.sampler(L, device=device), protocol.stream(device=device)
+    steps = sgd_run(models, sampler, stream, protocol.lr, protocol.steps)
+    for _ in tqdm(steps, total=protocol.steps, disable=not progress, desc=f"L={L}", mininterval=2):
+        pass
+    return models
+
+
 def sgd_step(models, prompts, lr, *, fused=True):
     """One plain SGD step on the batch MSE for each model, in place; all models read the same batch.
 
@@ -397,16 +405,9 @@ def held_out_prompts(Sigma, L, n, *, tau2=1.0, noise_var=0.0, released=False, ch
     check_positive_int("n", n)
     check_positive_int("chunk", chunk)
     gen = torch.Generator(Sigma.device).manual_seed(Protocol.test_seed(L) if seed is None else seed)
+    data = {"tau2": tau2, "noise_var": noise_var, "released": released}
     for start in range(0, n, chunk):
-        yield sample_prompts(
-            Sigma,
-            L,
-            min(chunk, n - start),
-            tau2=tau2,
-            noise_var=noise_var,
-            generator=gen,
-            released=released,
-        )
+        yield sample_prompts(Sigma, L, min(chunk, n - start), generator=gen, **data)
 
 
 def bayes_errors(prompts, *, tau2, noise_var):
@@ -515,73 +516,6 @@ def zero_block_size(U, v):
 
 
 # --------------------------------------------------------------------------------------------------
-# the large-prompt prediction
-
-
-class LargePromptConstants(NamedTuple):
-    """``L x (excess over the Bayes risk) -> C`` for the best model of each class (plain MSE).
-
-    linear : C_lin, of the best linear attention (the closed-form class optimum).
-    softmax : C_soft, of the reduced softmax model at its best tilt (delta method).
-    tilt : r*, the best tilt as a fraction of the infinite-prompt optimum's (``A = r* A*``, ``b = b*/r*``).
-    bayes : the Bayes risk's own ``L (Bayes - noise_var) -> noise_var d`` (subtracted above).
-    ratio : C_soft / C_lin: softmax at length L does about as well as linear attention at L / ratio.
-    """
-
-    linear: float
-    softmax: float
-    tilt: float
-    bayes: float
-    ratio: float
-
-
-def large_prompt_constants(protocol=INTENDED):
-    """The large-L limits of ``L x (excess over the Bayes risk)`` for linear and softmax attention.
-
-    *Linear attention.* The class optimum (:func:`softlin.icl.linear_class_optimum`) has error
-    ``noise_var + (tau2 (d + 1) tr Sigma + noise_var d) / L + O(L^-2)``; the constant is read off the
-    closed form by Richardson extrapolation, ``2 f(2L) - f(L)`` with ``f(L) = L (error - noise_var)`` at
-    ``L = 10^6`` (its ``O(L^-2)`` remainder is below 1e-9 there). *Softmax attention.* On the set
-    ``b Sigma A = I``, where the infinite-prompt error is the noise alone, ``A = r A*`` and ``b = b*/r``;
-    the finite-prompt error exceeds the noise by ``V(r) / L + O(L^-2)``, with ``V(r)`` twice the
-    delta-method constant :func:`softlin.icl.risk_fluctuation_constant` with the label noise. Its minimum
-    over the tilt ``r`` (``V`` is finite for ``2 r^2 < b*^2``) is the reduced model's best: the
-    finite-L optimum lies within ``O(1/L)`` of that set, which changes the error at order ``L^-2`` only.
-    *Bayes.* The Bayes risk is ``noise_var + noise_var d / L + O(L^-2)``
-    (``E (X^T X)^-1 = Sigma^-1 / (L - d - 1)``); each constant is the model's minus this one.
-    The intended data model only (the released generator's linear optimum does not tend to the Bayes
-    risk: its prompt and query inputs have different laws).
-
-    Returns a :class:`LargePromptConstants`.
-    """
-    from scipy.optimize import minimize_scalar
-
-    if not isinstance(protocol, Protocol):
-        raise TypeError(f"protocol must be a Protocol, got {type(protocol).__name__}")
-    if protocol.released:
-        raise ValueError("large_prompt_constants: the intended data model only (released=False)")
-    Sigma = protocol.covariance()
-    tau2, s2, d = protocol.tau2, protocol.noise_var, protocol.d
-
-    def scaled(L):  # L (error of the linear class optimum - noise)
-        return L * (linear_class_optimum(Sigma, L, tau2=tau2, noise_var=s2)[1] - s2)
-
-    bayes = s2 * d
-    linear = 2 * scaled(2 * 10**6) - scaled(10**6) - bayes
-    A_star, b_star = bayes_optimal_parameters(Sigma)
-
-    def excess(r):  # V(r): plain MSE, twice the half risk
-        return 2 * risk_fluctuation_constant(r * A_star, b_star / r, Sigma, tau2=tau2, noise_var=s2)
-
-    r_max = float(b_star) / math.sqrt(2)
-    best = minimize_scalar(
-        excess, bounds=(1e-3 * r_max, (1 - 1e-9) * r_max), method="bounded", options={"xatol": 1e-10}
-    )
-    softmax = float(best.fun) - bayes
-    return LargePromptConstants(linear, softmax, float(best.x), bayes, softmax / linear)
-
-
-# --------------------------------------------------------------------------------------------------
 # the committed paper-scale results
 
 
@@ -641,13 +575,6 @@ class LengthRun:
         return (sizes[0] < REDUCED_BASIN) & (sizes[1] < REDUCED_BASIN)
 
 
-def _protocol_of(settings):
-    keys = {f.name for f in dataclasses.fields(Protocol)} - {"lengths"}
-    given = {k: v for k, v in settings.items() if k in keys}
-    given["separate_starts"] = settings.get("different_starts", False)
-    return Protocol(**given)
-
-
 def _length_run(r):
     def by_kind(fn, values):
         return ByKind(*(fn(values[k]) for k in KINDS))
@@ -655,7 +582,7 @@ def _length_run(r):
     h, p = r["history"], r["provenance"]
     settled = r.get("settled") or {k: {"settled": [False] * r["settings"]["starts"]} for k in KINDS}
     return LengthRun(
-        protocol=_protocol_of(r["settings"]),
+        protocol=Protocol.from_settings(r["settings"]),
         L=r["L"],
         steps=np.asarray(h["steps"]),
         test_mse=by_kind(lambda v: np.asarray(v, dtype=float), h["test_mse"]),
@@ -684,3 +611,75 @@ def load_results(doc=None):
             run = _length_run(r)
             runs.setdefault(run.protocol.name, {})[run.L] = run
     return {name: dict(sorted(v.items())) for name, v in runs.items()}
+
+
+class Floor(NamedTuple):
+    """The best reduced softmax model found at one length: its test error (mse, se) and (b, |A|_F)."""
+
+    mse: float
+    se: float
+    b: float
+    norm_A: float
+
+
+class CurvaturePoint(NamedTuple):
+    """The Hessian of the error at one trained softmax model, and the descent test along its flattest
+    direction on fresh prompts (``tools/paper_scale_references.py --curvature``).
+
+    eigenvalue, eigenvalue_se : the smallest eigenvalue of the pooled Hessian and its standard error
+    (the batches' spread of the curvature along its eigenvector). steps : the steps ``t`` tried;
+    second_difference, second_difference_se : per step, the mean over fresh prompts of
+    ``(e(theta + t u) + e(theta - t u)) / 2 - e(theta)`` and its standard error.
+    """
+
+    L: int
+    start: int
+    reduced: bool
+    label_row: float
+    readout: float
+    eigenvalue: float
+    eigenvalue_se: float
+    steps: tuple
+    second_difference: tuple
+    second_difference_se: tuple
+
+    def is_saddle(self, n_se=4.0):
+        """A step along the flattest direction lowers the error on fresh prompts: the second difference
+        is below zero by more than ``n_se`` standard errors at some step."""
+        return any(m < -n_se * s for m, s in zip(self.second_difference, self.second_difference_se))
+
+
+class References(NamedTuple):
+    """``book/data/paper_scale_references.json``: floors ``{setting: {L: Floor}}``, the curvature
+    points, and the longer run (a dict, as recorded)."""
+
+    floors: dict
+    curvature: list
+    longer_run: dict | None
+
+
+def load_references(doc=None):
+    """The committed reference values of the paper-scale experiment (:class:`References`); ``doc``: the
+    parsed file (default: the committed one; None where it is missing)."""
+    doc = _data.committed_data("paper_scale_references.json") if doc is None else doc
+    if not doc:
+        return None
+    floors = {
+        setting: {int(L): Floor(**v) for L, v in sorted(by_L.items(), key=lambda kv: int(kv[0]))}
+        for setting, by_L in doc.get("reduced_softmax_floor", {}).items()
+    }
+    points = [
+        CurvaturePoint(
+            p["L"],
+            p["start"],
+            p["reduced"],
+            p["label_row"],
+            p["readout"],
+            *p["curvature_along_u"],
+            tuple(d["step"] for d in p["descent"]),
+            tuple(d["second_difference"][0] for d in p["descent"]),
+            tuple(d["second_difference"][1] for d in p["descent"]),
+        )
+        for p in doc.get("curvature", {}).get("points", [])
+    ]
+    return References(floors, points, doc.get("longer_run"))

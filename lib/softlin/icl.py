@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -37,6 +38,7 @@ from ._checks import (
 from .attention import TiltedSums, linear_mean, tilted_mean
 
 __all__ = [
+    "LargePromptConstants",
     "PromptSampler",
     "RegressionPrompts",
     "Trajectory",
@@ -50,6 +52,7 @@ __all__ = [
     "initialisation_bound",
     "input_covariances",
     "kms_covariance",
+    "large_prompt_constants",
     "linear_class_optimum",
     "linear_finite_prompt_risk",
     "reduced_attention_matrices",
@@ -410,6 +413,75 @@ def risk_fluctuation_constant(A, b, Sigma, *, tau2=1.0, noise_var=0.0):
     NS = A.T @ Sigma @ Sigma @ A @ torch.linalg.inv(prec)
     inner = tau2 * torch.trace(Sigma) + noise_var + tau2 * torch.trace(NS)
     return float(0.5 * b**2 * det**-0.5 * inner)
+
+
+# --------------------------------------------------------------------------------------------------
+# the large-prompt constants of the paper's experiment
+
+
+class LargePromptConstants(NamedTuple):
+    """``L x (excess over the Bayes risk) -> C`` for the best model of each class (plain MSE).
+
+    linear : C_lin, of the best linear attention (the closed-form class optimum).
+    softmax : C_soft, of the reduced softmax model at its best tilt (delta method).
+    tilt : r*, the best tilt as a fraction of the infinite-prompt optimum's (``A = r* A*``, ``b = b*/r*``).
+    bayes : the Bayes risk's own ``L (Bayes - noise_var) -> noise_var d`` (subtracted above).
+    ratio : C_soft / C_lin: softmax at length L does about as well as linear attention at L / ratio.
+    """
+
+    linear: float
+    softmax: float
+    tilt: float
+    bayes: float
+    ratio: float
+
+
+def large_prompt_constants(Sigma, *, tau2=1.0, noise_var=0.0):
+    """The large-L limits of ``L x (excess over the Bayes risk)`` for linear and softmax attention.
+
+    *Linear attention.* The class optimum (:func:`softlin.icl.linear_class_optimum`) has error
+    ``noise_var + (tau2 (d + 1) tr Sigma + noise_var d) / L + O(L^-2)``; the constant is read off the
+    closed form by Richardson extrapolation, ``2 f(2L) - f(L)`` with ``f(L) = L (error - noise_var)`` at
+    ``L = 10^6`` (its ``O(L^-2)`` remainder is below 1e-9 there). *Softmax attention.* On the set
+    ``b Sigma A = I``, where the infinite-prompt error is the noise alone, ``A = r A*`` and ``b = b*/r``;
+    the finite-prompt error exceeds the noise by ``V(r) / L + O(L^-2)``, with ``V(r)`` twice the
+    delta-method constant :func:`softlin.icl.risk_fluctuation_constant` with the label noise. Its minimum
+    over the tilt ``r`` (``V`` is finite for ``2 r^2 < b*^2``) is the reduced model's best: the
+    finite-L optimum lies within ``O(1/L)`` of that set, which changes the error at order ``L^-2`` only.
+    *Bayes.* The Bayes risk is ``noise_var + noise_var d / L + O(L^-2)``
+    (``E (X^T X)^-1 = Sigma^-1 / (L - d - 1)``); each constant is the model's minus this one.
+    For the data model of the theory (prompt and query inputs ``N(0, Sigma)``); the experiment's settings
+    are ``softlin.experiment.INTENDED`` (``Sigma`` (d, d) positive definite, ``tau2 > 0``,
+    ``noise_var > 0``).
+
+    Returns a :class:`LargePromptConstants`.
+    """
+    from scipy.optimize import minimize_scalar
+
+    Sigma = check_sigma(Sigma)
+    tau2 = check_real("tau2", tau2, positive=True)
+    s2 = check_real("noise_var", noise_var, positive=True)
+    d = Sigma.shape[0]
+
+    def scaled(L):  # L (error of the linear class optimum - noise)
+        return L * (linear_class_optimum(Sigma, L, tau2=tau2, noise_var=s2)[1] - s2)
+
+    bayes = s2 * d
+    linear = 2 * scaled(2 * 10**6) - scaled(10**6) - bayes
+    A_star, b_star = bayes_optimal_parameters(Sigma)
+
+    def excess(r):  # V(r): plain MSE, twice the half risk
+        return 2 * risk_fluctuation_constant(r * A_star, b_star / r, Sigma, tau2=tau2, noise_var=s2)
+
+    r_max = float(b_star) / math.sqrt(2)
+    best = minimize_scalar(
+        excess,
+        bounds=(1e-3 * r_max, (1 - 1e-9) * r_max),
+        method="bounded",
+        options={"xatol": 1e-10},
+    )
+    softmax = float(best.fun) - bayes
+    return LargePromptConstants(linear, softmax, float(best.x), bayes, softmax / linear)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -18,16 +18,20 @@ import torch
 from ._checks import as_tensor_arg, check_generator, check_measure, check_positive_int
 
 __all__ = [
+    "LimitFit",
     "MonteCarloEstimate",
     "PowerLawFit",
+    "StartTrend",
     "check_above",
     "check_below",
     "check_close",
     "check_true",
+    "fit_limit",
     "fit_power_law",
     "mean_and_stderr",
     "paired_difference",
     "prompt_batches",
+    "start_trend",
 ]
 
 
@@ -279,3 +283,105 @@ def check_true(condition, *, what, detail=""):
     passed = bool(np.all(np.asarray(_numpy(condition))))
     text = ("holds" if passed else "does NOT hold") + (f": {detail}" if detail else "")
     _verdict(passed, what, text, 1)
+
+
+# --------------------------------------------------------------------------------------------------
+# trends over random starts
+
+
+class StartTrend(NamedTuple):
+    """The trend of a statistic measured on S random starts at n values of ``x`` (:func:`start_trend`)."""
+
+    slope: float  #: the mean over the starts of each start's least-squares slope
+    slope_stderr: float  #: the starts' spread and the measurement errors, carried through the fit
+    chi2_dof: (
+        float  #: the misfit of the start-averaged values about a straight line (about 1: fits)
+    )
+
+
+def start_trend(x, values, stderr=None) -> StartTrend:
+    """The slope of a per-start statistic against ``x``, with its error and the straight line's misfit.
+
+    Each start ``s`` (the same weights at every ``x``) gets its own least-squares slope of
+    ``values[:, s]`` on ``x``; the trend is their mean, and its standard error combines the starts'
+    spread with the measurement error ``stderr`` of the start-averaged value at each ``x`` (shared by
+    the starts, independent across ``x``), carried through the least-squares weights. Fitting within
+    each start removes the level differences between starts, which may be far larger than the trend.
+    ``chi2_dof`` is the reduced chi-square of the start-averaged values about the mean line, each
+    residual divided by its standard error (the starts' scatter about their own lines, pooled over
+    ``x``, and ``stderr``): near 1 when a straight line describes the data; much larger means the
+    trend is an average over a curved range, to be reported on windows, not as one slope.
+
+    Parameters
+    ----------
+    x : 1-D array-like (n,), n >= 3 (e.g. log10 L); values : array-like (n, S), S >= 2 starts;
+    stderr : array-like (n,) >= 0, optional (0 when the values carry no measurement error).
+
+    Returns
+    -------
+    StartTrend
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(values, dtype=float)
+    if x.ndim != 1 or x.size < 3 or y.ndim != 2 or y.shape[0] != x.size or y.shape[1] < 2:
+        raise ValueError(
+            f"x must be 1-D with n >= 3 values and values (n, S) with S >= 2, got shapes "
+            f"{x.shape} and {y.shape}"
+        )
+    s = np.zeros(x.size) if stderr is None else np.asarray(stderr, dtype=float)
+    if s.shape != x.shape or not np.all(np.isfinite(s)) or np.any(s < 0):
+        raise ValueError(f"stderr must be finite and >= 0 with the shape of x {x.shape}")
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        raise ValueError("x and values must be finite")
+    xc = x - x.mean()
+    weights = xc / (xc**2).sum()  # slope = weights @ values
+    slopes = weights @ y  # (S,)
+    S = y.shape[1]
+    se = math.sqrt(slopes.var(ddof=1) / S + float(weights**2 @ s**2))
+    residuals = y - (y.mean(0) + np.outer(xc, slopes))  # each start about its own line (n, S)
+    mean_res = residuals.mean(1)  # the start-averaged values about the mean line
+    # the starts' scatter about their lines, pooled over x: (n - 2)(S - 1) degrees of freedom
+    spread = ((residuals - mean_res[:, None]) ** 2).sum() / ((x.size - 2) * (S - 1))
+    res_var = np.maximum(spread / S + s**2, np.finfo(float).tiny)
+    chi2 = float((mean_res**2 / res_var).sum())
+    return StartTrend(float(slopes.mean()), se, chi2 / (x.size - 2))
+
+
+class LimitFit(NamedTuple):
+    """Fit of ``values ≈ limit + slope / L`` (:func:`fit_limit`)."""
+
+    limit: float
+    limit_stderr: float  #: includes the factor sqrt(max(1, chi2_dof))
+    slope: float
+    chi2_dof: float
+
+
+def fit_limit(L_values, values, stderr) -> LimitFit:
+    """The large-L limit of ``values``, by a weighted least-squares fit of ``limit + slope / L``.
+
+    For a quantity with an expansion ``C + D/L + O(L^-2)`` (``L x`` an error that falls like ``C/L``, a
+    ratio of two such errors): the intercept estimates ``C``. Points are weighted by ``1 / stderr^2``;
+    the intercept's standard error is multiplied by ``sqrt(chi2_dof)`` when the reduced chi-square
+    exceeds 1, so that a range where the ``O(L^-2)`` terms still matter widens the interval instead of
+    hiding.
+
+    Parameters: L_values, values, stderr : 1-D array-likes of equal length >= 3; L_values and stderr
+    positive. Returns a :class:`LimitFit`.
+    """
+    L = np.asarray(L_values, dtype=float)
+    y = np.asarray(values, dtype=float)
+    s = np.asarray(stderr, dtype=float)
+    if L.ndim != 1 or L.size < 3 or y.shape != L.shape or s.shape != L.shape:
+        raise ValueError(
+            f"L_values, values and stderr must be 1-D of equal length >= 3, got shapes {L.shape}, "
+            f"{y.shape} and {s.shape}"
+        )
+    if not (np.all(np.isfinite(L)) and np.all(L > 0) and np.all(np.isfinite(y))):
+        raise ValueError("L_values must be positive and finite, values finite")
+    if not (np.all(np.isfinite(s)) and np.all(s > 0)):
+        raise ValueError(f"stderr must be positive and finite, got {s.tolist()}")
+    X = np.stack([np.ones_like(L), 1 / L], 1) / s[:, None]
+    coef, *_ = np.linalg.lstsq(X, y / s, rcond=None)
+    chi2_dof = float(((X @ coef - y / s) ** 2).sum()) / (L.size - 2)
+    var = np.linalg.inv(X.T @ X)[0, 0] * max(1.0, chi2_dof)
+    return LimitFit(float(coef[0]), float(math.sqrt(var)), float(coef[1]), chi2_dof)

@@ -221,6 +221,31 @@ def _ch5_tail(dim):
     return icl.risk_fluctuation_constant(*icl.bayes_optimal_parameters(eye), eye)
 
 
+# --- Chapter 6 --------------------------------------------------------------------------------------
+
+
+def _constants():
+    from softlin import experiment
+
+    P = experiment.INTENDED
+    return icl.large_prompt_constants(P.covariance(), tau2=P.tau2, noise_var=P.noise_var)
+
+
+@_key(
+    "ex-ch6-linear",
+    digits=3,
+    hint="Hint: expand H^-1 to first order in 1/L; tr(E Sigma^-1) collects the 1/L terms.",
+)
+def _ch6_linear():
+    return _constants().linear
+
+
+@_key("ex-ch6-match", digits=3, hint="Hint: C_lin / L' = C_soft / 1000.")
+def _ch6_match():
+    c = _constants()
+    return 1000 * c.linear / c.softmax
+
+
 # --- Chapter 7 --------------------------------------------------------------------------------------
 
 
