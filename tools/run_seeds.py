@@ -8,6 +8,13 @@ whatever ``seed`` a reader sets in its parameters cell.
 Each run is a papermill execution of the chapter's MyST source with ``mode``, ``device="cpu"`` and
 ``seed`` injected (executed notebooks go to ``_build/seeds/``, not into the book). Prints one line per run
 and a table of counts; exits 1 if any run failed (the failing cell's error is printed).
+
+``--record`` also writes the results into the committed seed record ``book/data/seed_record.json``
+(per page, mode and seed: passed or not, the seconds, the first line of a failure; the commit and the
+machine of each run), which the pages cite when they speak of seeds:
+
+    .venv/bin/python tools/run_seeds.py all --mode default --seeds 0-9 -j 2 --record
+    .venv/bin/python tools/run_seeds.py all --mode fast --seeds 0-19,21 -j 2 --record
 """
 
 from __future__ import annotations
@@ -21,6 +28,37 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from build_book import ROOT, execute_one, notebook_chapters, page_name
+from checkout import git
+
+RECORD = ROOT / "book" / "data" / "seed_record.json"
+
+
+def record_runs(records, runs, mode, path=RECORD):
+    """Merge this invocation's runs into the seed record at ``path`` (a page, mode and seed run again
+    replaces its entry)."""
+    import json
+    import platform
+    import time
+
+    doc = json.loads(path.read_text()) if path.exists() else {}
+    doc["description"] = (
+        "Every lesson and lab executed at several seeds (tools/run_seeds.py --record): per page, "
+        "mode and seed, whether all its checks held, and the run's time and commit"
+    )
+    pages = doc.setdefault("pages", {})
+    commit = (git("rev-parse", "HEAD") or "").strip()[:12]
+    dirty = bool((git("status", "--porcelain", "--untracked-files=no") or "").strip())
+    for run, rec in zip(runs, records):
+        entry = pages.setdefault(rec["chapter"], {}).setdefault(mode, {})
+        entry[str(run[5]["seed"])] = {
+            "passed": rec["error"] is None,
+            "seconds": rec["seconds"],
+            "error": None if rec["error"] is None else rec["error"].strip().splitlines()[-1][:200],
+            "commit": commit + ("+dirty" if dirty else ""),
+            "machine": f"{os.cpu_count()} cores, {platform.machine()}",
+            "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        }
+    path.write_text(json.dumps(doc, indent=1, sort_keys=True))
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -42,6 +80,9 @@ def main(argv=None) -> int:
     ap.add_argument("--mode", choices=("fast", "default", "paper"), default="default")
     ap.add_argument("--seeds", default="0-9")
     ap.add_argument("-j", "--jobs", type=int, default=1)
+    ap.add_argument(
+        "--record", action="store_true", help=f"merge the results into {RECORD.relative_to(ROOT)}"
+    )
     args = ap.parse_args(argv)
     known = {page_name(c): c for c in notebook_chapters()}
     stems = list(known) if args.chapters == ["all"] else args.chapters
@@ -77,6 +118,8 @@ def main(argv=None) -> int:
             f"{rec['chapter']} mode={args.mode} seed={seed}: {rec['seconds']:.0f} s, {status}",
             flush=True,
         )
+    if args.record:
+        record_runs(records, runs, args.mode)
     print("\n| chapter | mode | passed | failed |\n|---|---|---:|---:|")
     for stem, (good, bad) in counts.items():
         print(f"| {stem} | {args.mode} | {good} | {bad} |")
