@@ -50,7 +50,7 @@ def symbols(math: str) -> set[str]:
     math = re.sub(TEXT_MACROS, " ", math)
     found = {g for g in re.findall(r"\\([A-Za-z]+)", math) if g in GREEK}
     math = re.sub(r"\\[A-Za-z]+", " ", math)  # other macros
-    found |= {c for c in re.findall(r"[A-Za-z]", math)}
+    found |= set(re.findall(r"[A-Za-z]", math))
     return {f"\\{s}" if s in GREEK else s for s in found}
 
 
