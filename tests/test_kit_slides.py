@@ -37,7 +37,9 @@ def test_every_lesson_has_a_slide_outline(md):
     data = slides.load_outline(outline)
     for i, slide in enumerate(data["slides"], 1):
         assert set(slide) <= set(slides.ITEMS), (outline.name, i, set(slide) - set(slides.ITEMS))
-        assert set(slide) - {"notes", "title"}, f"{outline.name}, slide {i}: shows nothing but a title"
+        assert set(slide) - {"notes", "title"}, (
+            f"{outline.name}, slide {i}: shows nothing but a title"
+        )
 
 
 # --- the builder on a small executed lesson ------------------------------------------------------------
@@ -74,7 +76,9 @@ def _mini_stage(tmp_path: Path) -> Path:
                 "cell_type": "code",
                 "metadata": {},
                 "source": "check_close(x, 1, what='x')",
-                "outputs": [{"output_type": "stream", "name": "stdout", "text": "x 1 within 0 of 1\n"}],
+                "outputs": [
+                    {"output_type": "stream", "name": "stdout", "text": "x 1 within 0 of 1\n"}
+                ],
                 "execution_count": 2,
             },
         ],
@@ -135,7 +139,7 @@ MEASURE_JS = """() => {
   for (const e of s.querySelectorAll('*')) {
     if (e.closest('aside.notes')) continue;
     const r = e.getBoundingClientRect();
-    if (r.width === 0 && r.height === 0) continue;
+    if (r.width === 0 || r.height === 0) continue;
     bottom = Math.max(bottom, (r.bottom - box.top) / scale);
     right = Math.max(right, (r.right - box.left) / scale);
   }
@@ -229,7 +233,9 @@ def test_the_deck_fits_its_frame_typesets_its_formulas_and_needs_no_network(deck
         if m["height"] > HEIGHT + 1 or m["width"] > WIDTH + 1:
             problems.append(f"{where} overflows: {m['width']:.0f} x {m['height']:.0f} px")
         if m["typeset"] < m["maths"] or m["errors"] or m["raw"]:
-            problems.append(f"{where}: {m['typeset']}/{m['maths']} formulas typeset, {m['errors']} errors")
+            problems.append(
+                f"{where}: {m['typeset']}/{m['maths']} formulas typeset, {m['errors']} errors"
+            )
         if m["broken"]:
             problems.append(f"{where}: {m['broken']} of {m['images']} images did not load")
     outside = [u for u in d["requests"] if not u.startswith(("file:", "data:"))]
@@ -248,5 +254,9 @@ def test_the_lessons_and_the_instructor_page_link_the_decks(decks):
     instructor = (html / "book" / "instructor.html").read_text()
     for md in LESSONS:
         page = (html / "book" / f"{md.stem}.html").read_text()
-        assert f'href="../slides/{md.stem}.html"' in page, f"{md.stem}'s page does not link its deck"
-        assert f"../slides/{md.stem}.html" in instructor, f"the instructor page does not link {md.stem}"
+        assert f'href="../slides/{md.stem}.html"' in page, (
+            f"{md.stem}'s page does not link its deck"
+        )
+        assert f"../slides/{md.stem}.html" in instructor, (
+            f"the instructor page does not link {md.stem}"
+        )

@@ -59,6 +59,7 @@ from build_book import ROOT, chapter_title, lessons
 OUTLINES = ROOT / "book" / "slides"
 ITEMS = ("title", "text", "prf", "figure", "check", "exercises", "section", "notes")
 MAX_CHECK_LINES = 4  # a slide shows at most this many printed lines of a check
+FIT_FLOOR = 70  # percent: the smallest type a slide is shrunk to so that it fits its frame
 CHECK_CALL = re.compile(r"\bcheck_(close|below|above|true)\s*\(")
 HIDDEN_TAGS = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
 DIRECTIVE_OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:-]+)\}[ \t]*(?P<arg>.*)$")
@@ -289,6 +290,16 @@ def section_markdown(lesson: Lesson, heading: str, where: str) -> str:
     return m.group("body").strip()
 
 
+def first_sentence(text: str) -> tuple[str, str]:
+    """A caption's first sentence (what the slide shows) and the rest; a full stop inside math or
+    before a lower-case word or a digit does not end a sentence."""
+    masked = re.sub(r"\$[^$]*\$", lambda m: "x" * len(m.group(0)), text)
+    m = re.search(r"[.!?](?=\s+[A-Z(])", masked)
+    if not m:
+        return text, ""
+    return text[: m.end()], text[m.end() :].strip()
+
+
 def render_slide(lesson: Lesson, r: Renderer, slide: dict, index: int, assets: Path, rel: str):
     """The ``<section>`` of one slide, and the figure files it needs ({name: bytes})."""
     where = f"book/slides/{lesson.stem}.yml, slide {index}"
@@ -297,7 +308,7 @@ def render_slide(lesson: Lesson, r: Renderer, slide: dict, index: int, assets: P
     unknown = set(slide) - set(ITEMS)
     if unknown:
         raise OutlineError(f"{where}: unknown items {sorted(unknown)}; known: {list(ITEMS)}")
-    parts, files, classes = [], {}, []
+    parts, files, classes, extra_notes = [], {}, [], []
     for key, value in slide.items():
         if key == "title":
             parts.append(f"<h2>{r.inline(str(value))}</h2>")
@@ -325,11 +336,14 @@ def render_slide(lesson: Lesson, r: Renderer, slide: dict, index: int, assets: P
                 )
             files[f"{label}.png"] = png
             classes.append("has-figure")
+            first, rest = first_sentence(" ".join(caption.split()))
             parts.append(
-                f'<figure data-label="{label}"><img src="{rel}/{label}.png" alt="{html.escape(alt, quote=True)}">'
-                f'<figcaption><span class="fig-number">Figure {lesson.number}.{n}.</span> '
-                f"{r.inline(' '.join(caption.split()))}</figcaption></figure>"
+                f'<figure data-label="{label}"><img src="{rel}/{label}.png" '
+                f'alt="{html.escape(alt, quote=True)}"><figcaption><span class="fig-number">'
+                f"Figure {lesson.number}.{n}.</span> {r.inline(first)}</figcaption></figure>"
             )
+            if rest:  # the rest of the caption is for the speaker
+                extra_notes.append(f"Figure {lesson.number}.{n}, the caption goes on: {rest}")
         elif key == "check":
             lines = check_lines(lesson, str(value), where)
             parts.append(
@@ -356,9 +370,9 @@ def render_slide(lesson: Lesson, r: Renderer, slide: dict, index: int, assets: P
         raise OutlineError(
             f"{where}: the slide shows nothing (give a title, text, prf, figure, ...)"
         )
-    notes = slide.get("notes")
+    notes = "\n\n".join(([str(slide["notes"])] if "notes" in slide else []) + extra_notes)
     if notes:
-        parts.append(f'<aside class="notes">{r.block(str(notes))}</aside>')
+        parts.append(f'<aside class="notes">{r.block(notes)}</aside>')
     cls = f' class="{" ".join(classes)}"' if classes else ""
     return f"<section{cls}>\n" + "\n".join(parts) + "\n</section>", files
 
@@ -390,9 +404,25 @@ PAGE = """<!doctype html>
 <script>
 window.MathJax = {mathjax};
 window.MathJax.startup = {{
-  pageReady: () => MathJax.startup.defaultPageReady().then(startDeck)
+  pageReady: () => MathJax.startup.defaultPageReady().then(() => document.fonts.ready).then(startDeck)
 }};
+// A slide taller than its frame is drawn in smaller type, down to {floor} %, before reveal.js lays out
+// the deck (and its print view); one that still does not fit is left as it is (tests/test_kit_slides.py
+// reports it).
+function fitSlides() {{
+  const box = document.querySelector('.reveal .slides');
+  box.style.cssText = 'width: 1280px; display: block; position: static';
+  for (const s of box.querySelectorAll(':scope > section')) {{
+    s.style.display = 'block'; s.style.position = 'static';
+    for (let size = 100; s.scrollHeight > 712 && size > {floor}; ) {{
+      size -= 5; s.style.fontSize = size + '%'; s.dataset.fitted = size;
+    }}
+    s.style.display = ''; s.style.position = '';
+  }}
+  box.style.cssText = '';
+}}
 function startDeck() {{
+  fitSlides();
   Reveal.initialize({{
     width: 1280, height: 720, margin: 0.04, center: false, hash: true, slideNumber: "c/t",
     transition: "none", pdfMaxPagesPerSlide: 1, pdfSeparateFragments: false,
@@ -415,7 +445,8 @@ function startDeck() {{
 CSS = """/* The book's slide decks (tools/slides.py): 1280 x 720, reveal.js white theme, smaller type. */
 .reveal { font-size: 27px; }
 .reveal .slides { text-align: left; }
-.reveal .slides section { padding: 0 10px; }
+.reveal .slides section { padding: 0 24px; box-sizing: border-box; }
+.reveal pre { box-sizing: border-box; }
 .reveal h1 { font-size: 1.75em; text-transform: none; line-height: 1.15; }
 .reveal h2 { font-size: 1.3em; text-transform: none; margin-bottom: 0.45em; line-height: 1.15; }
 .reveal p, .reveal li { line-height: 1.3; }
@@ -443,18 +474,35 @@ CSS = """/* The book's slide decks (tools/slides.py): 1280 x 720, reveal.js whit
 .reveal .math { font-size: 1em; }
 .reveal mjx-container[display="true"] { margin: 0.4em 0 !important; }
 .reveal a { color: #0072B2; }
-.reveal .built { position: absolute; bottom: 0; font-size: 0.55em; color: #666; }
+.reveal .slides section.title-slide { height: 700px; }
+.reveal .objectives { font-size: 0.85em; }
+.reveal .objectives p { margin: 0.2em 0; }
+.reveal .built { position: absolute; bottom: 20px; left: 24px; right: 24px; font-size: 0.55em; color: #666; }
 .reveal .block-title { font-weight: 600; }
 @media print { .reveal .slide-number { display: none; } }
 """
 
 
-def title_slide(lesson: Lesson, outline: Path, lab: bool) -> str:
+def objectives(lesson: Lesson) -> str:
+    """The lesson's learning objectives (its opening box), or '' when it states none."""
+    text = "\n\n".join(lesson.markdown[:3])
+    m = re.search(
+        r"\*\*Learning objectives\.\*\*(?P<body>.*?)(?=\n\*\*[A-Z][a-z]+\.\*\*|\n:::|\Z)",
+        text,
+        re.S,
+    )
+    return m.group("body").strip() if m else ""
+
+
+def title_slide(lesson: Lesson, r: Renderer, outline: Path, lab: bool) -> str:
     lab_link = f' · <a href="../book/labs/{lesson.stem}.html">its lab</a>' if lab else ""
+    goals = objectives(lesson)
+    goals = f'<div class="objectives">{r.block(goals)}</div>\n' if goals else ""
     return (
-        "<section>\n"
+        '<section class="title-slide">\n'
         f'<p class="subtitle">Lesson {lesson.number} · Softmax as Linear Attention, Executed</p>\n'
         f"<h1>{html.escape(lesson.title)}</h1>\n"
+        f"{goals}"
         f'<p><a href="../book/{lesson.stem}.html">The lesson</a>{lab_link} · '
         f'<a href="../book/instructor.html">for instructors</a></p>\n'
         f'<p class="built">Figures and printed numbers are those of the executed lesson in this build '
@@ -548,7 +596,7 @@ def build_deck(stem: str, stage: Path, number: int, *, write: bool = True) -> di
     html_dir = stage / "_build" / "html"
     out = html_dir / "slides"
     sections, files = (
-        [title_slide(lesson, outline, (html_dir / "book" / "labs" / f"{stem}.html").exists())],
+        [title_slide(lesson, r, outline, (html_dir / "book" / "labs" / f"{stem}.html").exists())],
         {},
     )
     for i, slide in enumerate(data["slides"], 1):
@@ -558,6 +606,7 @@ def build_deck(stem: str, stage: Path, number: int, *, write: bool = True) -> di
     deck = PAGE.format(
         title=html.escape(f"Lesson {lesson.number}: {lesson.title}"),
         mathjax=json.dumps(mathjax_config()),
+        floor=FIT_FLOOR,
         slides="\n".join(sections),
     )
     if write:
