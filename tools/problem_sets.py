@@ -71,8 +71,15 @@ def rubric(name: str) -> str:
 
     nb = jupytext.read(SOURCES / f"{name}.md")
     qs = {q["name"]: q for q in questions(name)}
-    title = next(c.source for c in nb.cells if c.cell_type == "markdown").splitlines()[0].lstrip("# ")
-    lines = [f"# {title}: points and rubrics", "", "| question | points | graded |", "|---|---:|---|"]
+    title = (
+        next(c.source for c in nb.cells if c.cell_type == "markdown").splitlines()[0].lstrip("# ")
+    )
+    lines = [
+        f"# {title}: points and rubrics",
+        "",
+        "| question | points | graded |",
+        "|---|---:|---|",
+    ]
     lines += [
         f"| {q['name']} | {q['points']:g} | {'by hand (rubric below)' if q['manual'] else 'autograder'} |"
         for q in qs.values()
@@ -181,7 +188,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("names", nargs="*", help="sets to build (default: all); with --grade, NAME FILE...")
+    ap.add_argument(
+        "names", nargs="*", help="sets to build (default: all); with --grade, NAME FILE..."
+    )
     ap.add_argument("--grade", action="store_true", help="grade submissions: NAME FILE [FILE ...]")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
@@ -193,7 +202,9 @@ def main(argv=None) -> int:
             r = grade(args.names[0], Path(path), args.out)
             detail = ", ".join(f"{q} {s:g}/{p:g}" for q, (s, p) in r["questions"].items())
             manual = ", ".join(f"{q} /{p:g}" for q, p in r["manual"].items())
-            print(f"{path}: autograded {r['auto'][0]:g}/{r['auto'][1]:g} ({detail}); by hand: {manual}")
+            print(
+                f"{path}: autograded {r['auto'][0]:g}/{r['auto'][1]:g} ({detail}); by hand: {manual}"
+            )
             print(json.dumps(r))
         return 0
     names = args.names or known
@@ -202,7 +213,9 @@ def main(argv=None) -> int:
         ap.error(f"unknown problem sets {unknown}; known: {known}")
     for name in names:
         result = build(name, args.out)
-        print(f"problem_sets: {name} -> {result.relative_to(ROOT) if result.is_relative_to(ROOT) else result}")
+        print(
+            f"problem_sets: {name} -> {result.relative_to(ROOT) if result.is_relative_to(ROOT) else result}"
+        )
     readme(known if not args.names else names, args.out)
     zip_students(names, args.out)
     return 0

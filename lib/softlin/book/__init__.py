@@ -3,8 +3,8 @@
 ``show_source`` (:mod:`softlin.book.widgets`) and the exercises' self-checks, whose answer keys are
 computed from a registry (:mod:`softlin.book.exercises`); the paper's experiment, its full attention
 model, starts, data stream, SGD and evaluation (:mod:`softlin.book.experiment`: the apparatus that
-trains, not the mathematics of Section 5, which is :mod:`softlin.icl`); and :func:`committed_data`,
-the results files committed with the book."""
+trains, not the mathematics of Section 5, which is :mod:`softlin.icl`); the lessons' quick quizzes (:mod:`softlin.book.quiz`); and
+:func:`committed_data`, the results files committed with the book."""
 
 import json
 from importlib.resources import files
