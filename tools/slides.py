@@ -225,6 +225,9 @@ class Renderer:
             return f"Figure {self.lesson.number}.{self.lesson.figures[body][3]}"
         if role.startswith("cite"):
             return f"[{body}]"
+        page = ROOT / "book" / f"{body.removeprefix('../')}.md"
+        if role == "doc" and page.exists():
+            return chapter_title(page)
         return body
 
     def text(self, source: str) -> str:
