@@ -39,7 +39,7 @@ def test_every_lesson_has_two_or_three_questions_each_with_one_right_answer_and_
 
 
 def test_the_questions_are_plain_text():
-    tex = re.compile(r"\$|\\\(|\\\[|\\[a-zA-Z]+")
+    tex = re.compile(r"\$|\\\(|\\\[|\\[a-zA-Z]+|[_^]\{")
     for lesson, questions in DATA.items():
         for q in questions:
             texts = [q["question"]] + [a[k] for a in q["answers"] for k in ("answer", "feedback")]

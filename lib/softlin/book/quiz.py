@@ -26,10 +26,12 @@ QUIZ_FILE = "quizzes.json"
 
 STYLE = """
 .softlin-quiz { margin: 1em 0; max-width: 46em; }
+.softlin-quiz { font-size: 1rem; }
 .softlin-quiz .sq-head { margin: 0 0 0.4em 0; }
 .softlin-quiz fieldset { border: 1px solid rgba(128,128,128,0.45); border-radius: 6px;
   margin: 0 0 0.8em 0; padding: 0.4em 0.9em 0.6em 0.9em; }
-.softlin-quiz legend { font-weight: 600; padding: 0 0.3em; }
+.softlin-quiz legend { font-size: 1rem; font-weight: 600; line-height: 1.4; padding: 0 0.3em;
+  margin: 0; width: auto; float: none; }
 .softlin-quiz .sq-a { margin: 0.25em 0; }
 .softlin-quiz .sq-a input { margin-right: 0.5em; vertical-align: top; margin-top: 0.3em; }
 .softlin-quiz .sq-a label { display: inline-block; max-width: 92%; cursor: pointer; }
