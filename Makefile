@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 MODE   ?= default
 JOBS   ?= 2
 
-.PHONY: install vendor book test bench sync students handouts paper-experiment clean
+.PHONY: install vendor book test bench sync students handouts problem-sets slides paper-experiment clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -48,6 +48,18 @@ students: $(STAMP)
 handouts: $(STAMP)
 	test -f _build/stage/_build/html/index.html || $(MAKE) book
 	$(PY) tools/handouts.py
+
+## The graded problem sets, one per session (otter-grader; tools/problem_sets.py): student versions, the
+## autograders (public and hidden tests) and the rubrics in _build/problem-sets/. Grade a submission with
+## `.venv/bin/python tools/problem_sets.py --grade ps1_measures FILE.ipynb` (no Docker).
+problem-sets: $(STAMP)
+	$(PY) tools/problem_sets.py
+
+## The lessons' slide decks again, from the built site's executed lessons (`make book` builds them too):
+## _build/stage/_build/html/slides/NN_name.html (tools/slides.py).
+slides: $(STAMP)
+	test -f _build/stage/_build/html/index.html || $(MAKE) book
+	$(PY) tools/slides.py
 
 ## The paper's experiment of chapter 5 at its own scale (300 000 SGD steps per prompt length, 8 starts),
 ## resumable from checkpoints every 1 000 steps: `make paper-experiment L=200` runs one length (or several:

@@ -13,6 +13,7 @@
    wrong answer (``tools/exercise_checks.py``; hidden cells, read by ``tests/test_exercises.py``).
 3. Write the status page (execution time of every chapter, package versions) into the stage.
 4. Turn execution off in the staged config and run ``jupyter-book build -W --keep-going`` on the stage.
+5. Build the lessons' slide decks from the executed lessons into the site (``tools/slides.py``).
 
 Any failing cell or any Sphinx warning makes this script exit non-zero. Usage::
 
@@ -550,6 +551,12 @@ def main(argv=None) -> int:
     print(
         f"jupyter-book build: rc={rc} in {time.perf_counter() - t1:.1f} s; site: {stage / '_build' / 'html'}"
     )
+    if rc == 0 and root == ROOT:  # the lessons' slide decks, from this build's executed lessons
+        import slides
+
+        stems = [s for s in (args.only or []) if (slides.OUTLINES / f"{s}.yml").exists()]
+        if args.only is None or stems:
+            rc = slides.main(["--stage", str(stage), *(["--only", *stems] if stems else [])])
     return rc
 
 

@@ -11,9 +11,12 @@ the folded ``{solution} <label>`` holds a fenced ``python`` block that ends by a
 chapter's namespace (with every ``torch.Generator`` of the namespace and the global random states restored
 afterwards, so that later cells see what they would have seen), calls the check on its ``answer``
 (expected: accepted), then on a wrong answer derived from it (every entry moved by 0.37 times the largest
-entry, or the function's values moved so; expected: rejected), and prints one ``SOFTLIN-EXERCISE {json}``
-line. :func:`collect` reads those records back from the executed notebook. ``tools/build_book.py
---exercise-checks`` does both; ``tests/test_exercises.py`` asserts on the records.
+entry, or the function's values moved so; expected: rejected), and, when the exercise's key states a
+precision (``digits``, "to three significant digits"), on the answer rounded to that precision
+(expected: accepted) and moved by one and a half units of its last asked digit (expected: rejected); it
+prints one ``SOFTLIN-EXERCISE {json}`` line. :func:`collect` reads those records back from the executed
+notebook. ``tools/build_book.py --exercise-checks`` does both; ``tests/test_exercises.py`` and
+``tests/test_kit_exercises.py`` (the stated precision) assert on the records.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ RELATIVE_ERROR = (
 
 HARNESS = r"""
 def _softlin_try_exercise(check, solution, label, shift=%(shift)r):
-    import contextlib, io, json, random, re
+    import contextlib, io, json, math, random, re
     import numpy as np
     import torch
 
@@ -74,6 +77,19 @@ def _softlin_try_exercise(check, solution, label, shift=%(shift)r):
             found.update(float(k) for k in key if abs(float(k) - float(d)) <= half_unit * (1 + 1e-9))
         return sorted(found)
 
+    def at_precision(x, digits, units):
+        # x with every entry rounded to the unit of the last asked significant digit of its largest
+        # entry, then moved by `units` such units (a function: its values, at each input)
+        if callable(x):
+            return lambda *args: at_precision(x(*args), digits, units)
+        arr = (x.detach().cpu().double().numpy() if isinstance(x, torch.Tensor)
+               else np.asarray(x, dtype=float))
+        scale = float(np.abs(arr).max()) if arr.size else 0.0
+        if scale == 0:
+            return arr + units
+        unit = 10.0 ** (math.floor(math.log10(scale)) - digits + 1)
+        return np.round(arr / unit) * unit + units * unit
+
     def run(answer):
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
@@ -92,6 +108,12 @@ def _softlin_try_exercise(check, solution, label, shift=%(shift)r):
         key = (np.concatenate([flat(answer(*args)) for args in inputs]) if callable(answer) and inputs
                else flat(answer))
         record["revealed"] = revealed(key, record["rejected_message"], shift)
+        record["digits"] = digits = getattr(check, "digits", None)
+        if digits:  # the precision the statement asks: rounded to it passes, 1.5 units off fails
+            record["precision_accepted"], record["precision_accepted_message"] = run(
+                at_precision(answer, digits, 0.0))
+            ok, record["precision_rejected_message"] = run(at_precision(answer, digits, 1.5))
+            record["precision_rejected"] = not ok
     except Exception as exc:  # reported by the test, with the chapter and the label
         record["error"] = type(exc).__name__ + ": " + str(exc)
     finally:
@@ -177,6 +199,7 @@ def inject(nb) -> int:
                 "from softlin.book.exercises import key_of as _softlin_key_of\n"
                 f"_softlin_check = lambda answer: {found[1]}\n"
                 f"_softlin_check.inputs = _softlin_key_of({label!r}).inputs\n"
+                f"_softlin_check.digits = _softlin_key_of({label!r}).digits\n"
             )
             code = (
                 HARNESS

@@ -8,6 +8,8 @@
   no context menu (``ui/menu``, 0.43 MB), so a page loads about 0.41 MB less.
 * Font Awesome Free 6.5.2, its CSS and woff2 web fonts (the theme's icons, served without the theme's
   1.49 MB ``fontawesome.js``).
+* reveal.js 6.0.2, the slide decks of the lessons (``tools/slides.py``): the core script and stylesheet,
+  the white theme and the speaker-notes plugin (about 0.8 MB; the decks open offline and print to PDF).
 
 No widget manager is vendored: no page holds ipywidgets state (the explorers are precomputed pictures,
 ``softlin.book.widgets``), so the site loads no widget JavaScript (``nb_ipywidgets_js: {}``).
@@ -71,6 +73,19 @@ PACKAGES = {
             ("package/webfonts/fa-solid-900.woff2", "fontawesome/webfonts/"),
             ("package/webfonts/fa-regular-400.woff2", "fontawesome/webfonts/"),
             ("package/webfonts/fa-brands-400.woff2", "fontawesome/webfonts/"),
+        ],
+    ),
+    # The lessons' slide decks (tools/slides.py, served from the site's _static/revealjs): the core, its
+    # stylesheet, the white theme (its fonts are inlined in the CSS, nothing fetched) and the speaker
+    # notes plugin (its speaker view is inlined in the script).
+    "reveal.js@6.0.2": (
+        "2f0c20bfb02447a198a1ebe8a8c097a5437d035caa38f2820bf4ba887a3eac91",
+        [
+            ("package/LICENSE", "revealjs/LICENSE"),
+            ("package/dist/reveal.js", "revealjs/"),
+            ("package/dist/reveal.css", "revealjs/"),
+            ("package/dist/theme/white.css", "revealjs/theme/"),
+            ("package/dist/plugin/notes.js", "revealjs/plugin/"),
         ],
     ),
 }

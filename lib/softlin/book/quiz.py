@@ -1,0 +1,113 @@
+"""Quick quizzes: a lesson's conceptual multiple-choice questions, with an explanation for every answer.
+
+The questions live in one committed file, ``book/data/quizzes.json`` (shipped with softlin, so a
+notebook in Colab reads the same file: :func:`softlin.book.committed_data`). A lesson shows its quiz with
+one cell::
+
+    from softlin.book.quiz import show_quiz
+    show_quiz("01_measure_view")
+
+The quiz is plain HTML and CSS, no JavaScript and no kernel: a reader picks an answer (a radio button)
+and the explanation of that answer appears below it, marked right or not. It therefore works the same on
+the book's static site, in Colab, in Jupyter and in VS Code, and prints as a list of questions. The file's
+format is that of ``jupyterquiz`` (``question``, ``type: "multiple_choice"``, ``answers`` with
+``answer``, ``correct`` and ``feedback``), so the same questions can also be shown with that package.
+"""
+
+from __future__ import annotations
+
+import html
+
+from . import committed_data
+
+__all__ = ["Quiz", "quiz_questions", "show_quiz"]
+
+QUIZ_FILE = "quizzes.json"
+
+STYLE = """
+.softlin-quiz { margin: 1em 0; max-width: 46em; }
+.softlin-quiz { font-size: 1rem; }
+.softlin-quiz .sq-head { margin: 0 0 0.4em 0; }
+.softlin-quiz fieldset { border: 1px solid rgba(128,128,128,0.45); border-radius: 6px;
+  margin: 0 0 0.8em 0; padding: 0.4em 0.9em 0.6em 0.9em; }
+.softlin-quiz legend { font-size: 1rem; font-weight: 600; line-height: 1.4; padding: 0 0.3em;
+  margin: 0; width: auto; float: none; }
+.softlin-quiz .sq-a { margin: 0.25em 0; }
+.softlin-quiz .sq-a input { margin-right: 0.5em; vertical-align: top; margin-top: 0.3em; }
+.softlin-quiz .sq-a label { display: inline-block; max-width: 92%; cursor: pointer; }
+.softlin-quiz .sq-fb { display: none; margin: 0.3em 0 0.5em 1.8em; padding: 0.3em 0.7em;
+  border-left: 5px solid; border-radius: 3px; }
+.softlin-quiz input:checked ~ .sq-fb { display: block; }
+.softlin-quiz input:checked + label { font-weight: 600; }
+.softlin-quiz .sq-right { border-color: #009E73; background: rgba(0,158,115,0.10); }
+.softlin-quiz .sq-wrong { border-color: #D55E00; background: rgba(213,94,0,0.10); }
+@media print { .softlin-quiz .sq-fb { display: none !important; } }
+"""
+
+
+def _all_quizzes() -> dict:
+    data = committed_data(QUIZ_FILE)
+    if data is None:
+        raise FileNotFoundError(
+            f"{QUIZ_FILE} is in neither data/ beside this notebook nor the installed softlin; "
+            "reinstall softlin from the book's repository"
+        )
+    return data["lessons"]
+
+
+def quiz_questions(lesson: str) -> list[dict]:
+    """The questions of ``lesson`` (a lesson's file name without suffix, e.g. ``"03_concentration"``),
+    each ``{"question", "type", "answers": [{"answer", "correct", "feedback"}, ...]}``.
+
+    Raises
+    ------
+    TypeError if ``lesson`` is not a str; KeyError (with the known lessons) if it has no quiz.
+    """
+    if not isinstance(lesson, str):
+        raise TypeError(f"lesson must be a lesson's name (str), got {type(lesson).__name__}")
+    quizzes = _all_quizzes()
+    if lesson not in quizzes:
+        raise KeyError(f"no quiz for lesson {lesson!r}; quizzes exist for {sorted(quizzes)}")
+    return quizzes[lesson]
+
+
+class Quiz:
+    """A lesson's quiz; Jupyter, Colab and the book's site draw it from :meth:`_repr_html_`."""
+
+    def __init__(self, lesson: str):
+        self.lesson = lesson
+        self.questions = quiz_questions(lesson)
+
+    def _repr_html_(self) -> str:
+        key = "".join(c if c.isalnum() else "-" for c in self.lesson)
+        out = [
+            f'<div class="softlin-quiz" id="softlin-quiz-{key}"><style>{STYLE}</style>',
+            '<p class="sq-head"><strong>Quick quiz.</strong> Pick an answer: its explanation appears '
+            "below it. Try the others too.</p>",
+        ]
+        for i, q in enumerate(self.questions, 1):
+            out.append(f'<fieldset class="sq-q"><legend>{i}. {html.escape(q["question"])}</legend>')
+            for j, a in enumerate(q["answers"], 1):
+                name, ident = f"sq-{key}-{i}", f"sq-{key}-{i}-{j}"
+                verdict = ("sq-right", "Right.") if a["correct"] else ("sq-wrong", "Not quite.")
+                out.append(
+                    f'<div class="sq-a"><input type="radio" name="{name}" id="{ident}">'
+                    f'<label for="{ident}">{html.escape(a["answer"])}</label>'
+                    f'<div class="sq-fb {verdict[0]}" role="status"><strong>{verdict[1]}</strong> '
+                    f"{html.escape(a['feedback'])}</div></div>"
+                )
+            out.append("</fieldset>")
+        out.append("</div>")
+        return "\n".join(out)
+
+    def __repr__(self) -> str:
+        lines = [f"Quick quiz ({self.lesson}); open the notebook in Jupyter or Colab to answer it."]
+        for i, q in enumerate(self.questions, 1):
+            lines.append(f"{i}. {q['question']}")
+            lines += [f"   ({chr(96 + j)}) {a['answer']}" for j, a in enumerate(q["answers"], 1)]
+        return "\n".join(lines)
+
+
+def show_quiz(lesson: str) -> Quiz:
+    """The quiz of ``lesson`` (the last expression of a cell, it is drawn below the cell)."""
+    return Quiz(lesson)

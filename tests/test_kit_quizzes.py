@@ -1,0 +1,153 @@
+"""The quick quizzes (softlin.book.quiz, questions in book/data/quizzes.json).
+
+* Every lesson of ``_toc.yml`` has two or three conceptual multiple-choice questions, each with exactly
+  one right answer and an explanation for every answer, in plain text (Unicode, no TeX: the quiz must
+  read the same where no MathJax runs, as in Colab's output frames).
+* The quiz is HTML and CSS only (no script), so it works on the static site with no kernel, in Colab and
+  in Jupyter; ``tests/test_colab.py`` runs the quizzes page (``book/quizzes.md``) in the fresh Colab-like
+  environment, where ``show_quiz`` reads the questions that softlin ships.
+* On the built site (browser): picking an answer shows its explanation, marked right or not, with no
+  network request; the quizzes page shows every lesson's quiz, and every lesson page shows its own (the
+  lesson's quiz cell, ``show_quiz("NN_name")`` tagged ``remove-input``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from build_book import lessons, page_name
+from softlin.book.quiz import Quiz, quiz_questions, show_quiz
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSONS = lessons(ROOT)
+DATA = json.loads((ROOT / "book" / "data" / "quizzes.json").read_text())["lessons"]
+
+
+@pytest.mark.parametrize("md", LESSONS, ids=page_name)
+def test_every_lesson_has_two_or_three_questions_each_with_one_right_answer_and_explanations(md):
+    questions = quiz_questions(md.stem)
+    assert 2 <= len(questions) <= 3, f"{md.stem}: {len(questions)} questions"
+    for q in questions:
+        assert q["type"] == "multiple_choice" and len(q["question"]) > 20, q
+        assert 3 <= len(q["answers"]) <= 5, q["question"]
+        assert sum(a["correct"] for a in q["answers"]) == 1, q["question"]
+        for a in q["answers"]:
+            assert a["answer"].strip() and len(a["feedback"]) > 20, (q["question"], a)
+
+
+def test_the_questions_are_plain_text():
+    tex = re.compile(r"\$|\\\(|\\\[|\\[a-zA-Z]+|[_^]\{")
+    for lesson, questions in DATA.items():
+        for q in questions:
+            texts = [q["question"]] + [a[k] for a in q["answers"] for k in ("answer", "feedback")]
+            found = [t for t in texts if tex.search(t)]
+            assert not found, f"{lesson}: TeX in a quiz (no MathJax in Colab's outputs): {found}"
+
+
+def test_the_quiz_is_html_with_no_script_and_one_group_of_choices_per_question():
+    quiz = show_quiz("03_concentration")
+    assert isinstance(quiz, Quiz)
+    html = quiz._repr_html_()
+    assert "<script" not in html.lower()
+    n = len(quiz.questions)
+    assert html.count("<fieldset") == n and html.count('class="sq-fb sq-right"') == n
+    names = set(re.findall(r'type="radio" name="([^"]+)"', html))
+    assert len(names) == n  # one radio group per question, named after the lesson
+    assert "Quick quiz (03_concentration)" in repr(quiz)
+
+
+def test_an_unknown_lesson_says_which_quizzes_exist():
+    with pytest.raises(KeyError, match="01_measure_view"):
+        quiz_questions("99_nothing")
+    with pytest.raises(TypeError):
+        quiz_questions(3)
+
+
+def test_the_quizzes_page_shows_every_lesson():
+    text = (ROOT / "book" / "quizzes.md").read_text()
+    shown = re.findall(r'show_quiz\("([^"]+)"\)', text)
+    assert set(shown) >= {md.stem for md in LESSONS}, shown
+    assert set(shown) <= set(DATA), shown
+
+
+# --- on the built site --------------------------------------------------------------------------------
+
+
+def _exercise_quizzes(page, url: str) -> list[dict]:
+    """Open ``url``, and in every quiz pick a wrong answer then the right one; return what was seen."""
+    page.goto(url, wait_until="load")
+    seen = []
+    for quiz in page.query_selector_all(".softlin-quiz"):
+        for fieldset in quiz.query_selector_all("fieldset"):
+            choices = fieldset.query_selector_all(".sq-a")
+            hidden = all(not c.query_selector(".sq-fb").is_visible() for c in choices)
+            wrong = next(c for c in choices if c.query_selector(".sq-wrong"))
+            right = next(c for c in choices if c.query_selector(".sq-right"))
+            wrong.query_selector("label").click()
+            wrong_shown = wrong.query_selector(".sq-fb").inner_text()
+            right.query_selector("label").click()
+            seen.append(
+                {
+                    "hidden_before": hidden,
+                    "wrong": wrong_shown,
+                    "right": right.query_selector(".sq-fb").inner_text(),
+                    "wrong_hidden_after": not wrong.query_selector(".sq-fb").is_visible(),
+                }
+            )
+    return seen
+
+
+@pytest.fixture(scope="module")
+def browser_page(built_book):
+    from conftest import chromium_path
+    from playwright.sync_api import sync_playwright
+
+    rc, log, stage = built_book
+    assert rc == 0, log[-3000:]
+    requests: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context.route(re.compile(r"^(https?|wss?)://"), lambda route: route.abort())
+        page = context.new_page()
+        page.on("request", lambda r: requests.append(r.url))
+        yield page, stage / "_build" / "html", requests
+        browser.close()
+
+
+def _assert_quizzes_work(seen, where):
+    assert seen, f"{where}: no quiz on the page"
+    for s in seen:
+        assert s["hidden_before"], f"{where}: an explanation shows before any answer is picked"
+        assert s["wrong"].startswith("Not quite."), (where, s)
+        assert s["right"].startswith("Right."), (where, s)
+        assert s["wrong_hidden_after"], f"{where}: picking another answer keeps the old explanation"
+
+
+@pytest.mark.browser
+@pytest.mark.book
+def test_the_quizzes_page_works_without_a_kernel_or_network(browser_page):
+    page, html, requests = browser_page
+    del requests[:]
+    seen = _exercise_quizzes(page, (html / "book" / "quizzes.html").as_uri())
+    _assert_quizzes_work(seen, "quizzes page")
+    assert len(seen) == sum(len(v) for v in DATA.values()), len(seen)
+    assert all(u.startswith("file:") or u.startswith("data:") for u in requests), [
+        u for u in requests if not u.startswith(("file:", "data:"))
+    ]
+
+
+@pytest.mark.browser
+@pytest.mark.book
+@pytest.mark.parametrize("md", LESSONS, ids=page_name)
+def test_every_lesson_page_shows_its_quiz(browser_page, md):
+    page, html, _ = browser_page
+    seen = _exercise_quizzes(page, (html / "book" / f"{md.stem}.html").as_uri())
+    assert len(seen) == len(quiz_questions(md.stem)), (
+        f"{md.stem}: its page shows {len(seen)} quiz questions; the lesson needs its quiz cell "
+        f'(show_quiz("{md.stem}"), tagged remove-input)'
+    )
+    _assert_quizzes_work(seen, md.stem)

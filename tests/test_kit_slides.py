@@ -1,0 +1,262 @@
+"""The lessons' slide decks (tools/slides.py), built from the executed lessons into the site.
+
+* Every lesson of ``_toc.yml`` has an outline ``book/slides/NN_name.yml``; every outline names only
+  known items, and resolves against the executed lesson (labels, headings, printed checks).
+* The builder fails loudly, naming the outline, the slide and what the lesson has, when a label, a
+  figure or a check is missing (checked on a small executed notebook written here).
+* In the built site (headless Chromium at 1280 x 720, every network request refused): each deck opens
+  from the files alone, every slide fits its 1280 x 720 frame (the largest overflow is reported), every
+  formula is typeset (no raw TeX, no MathJax error), every image loads, no request leaves the machine,
+  ``?print-pdf`` prints one slide a page, and the lesson's page and the instructor page link the deck.
+
+The measured slides per deck and the largest overflow go to ``_build/kit-report.json``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+
+import pytest
+import slides
+import yaml
+from build_book import lessons, page_name
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSONS = lessons(ROOT)
+REPORT = ROOT / "_build" / "kit-report.json"
+WIDTH, HEIGHT = 1280, 720
+
+
+@pytest.mark.parametrize("md", LESSONS, ids=page_name)
+def test_every_lesson_has_a_slide_outline(md):
+    outline = slides.OUTLINES / f"{md.stem}.yml"
+    assert outline.exists(), f"{md.stem} has no slide outline ({outline.relative_to(ROOT)})"
+    data = slides.load_outline(outline)
+    for i, slide in enumerate(data["slides"], 1):
+        assert set(slide) <= set(slides.ITEMS), (outline.name, i, set(slide) - set(slides.ITEMS))
+        assert set(slide) - {"notes", "title"}, (
+            f"{outline.name}, slide {i}: shows nothing but a title"
+        )
+
+
+# --- the builder on a small executed lesson ------------------------------------------------------------
+
+PNG = base64.b64encode(
+    bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360f8cfc0f01f0005000201e2219bc70000000049454e44ae426082"
+    )
+).decode()
+
+
+def _mini_stage(tmp_path: Path) -> Path:
+    nb = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {"papermill": {"parameters": {"mode": "fast"}}},
+        "cells": [
+            {
+                "cell_type": "markdown",
+                "metadata": {},
+                "source": "# A small lesson\n\n```{prf:lemma} A limit (Lemma 2.1)\n:label: lem-x\n\n"
+                "$T = V(m + \\Gamma U z)$, see {numref}`fig-x`.\n```\n\n```{exercise} Compute it\n"
+                ":label: ex-x\n\nGive $b$ to three significant digits.\n```\n\n## Summary\n\n- one\n- two\n",
+            },
+            {
+                "cell_type": "code",
+                "metadata": {"mystnb": {"figure": {"name": "fig-x", "caption": "A dot $x$."}}},
+                "source": "plot()",
+                "outputs": [{"output_type": "display_data", "data": {"image/png": PNG}}],
+                "execution_count": 1,
+            },
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "source": "check_close(x, 1, what='x')",
+                "outputs": [
+                    {"output_type": "stream", "name": "stdout", "text": "x 1 within 0 of 1\n"}
+                ],
+                "execution_count": 2,
+            },
+        ],
+    }
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "99_small.ipynb").write_text(json.dumps(nb))
+    return tmp_path
+
+
+def _outline(tmp_path: Path, slides_: list) -> None:
+    (tmp_path / "outlines").mkdir(exist_ok=True)
+    (tmp_path / "outlines" / "99_small.yml").write_text(yaml.safe_dump({"slides": slides_}))
+
+
+def test_the_builder_draws_the_lesson_s_own_items(tmp_path, monkeypatch):
+    stage = _mini_stage(tmp_path)
+    monkeypatch.setattr(slides, "OUTLINES", tmp_path / "outlines")
+    _outline(
+        tmp_path,
+        [
+            {"prf": "lem-x", "notes": "say it"},
+            {"figure": "fig-x", "check": "auto"},
+            {"exercises": ["ex-x"], "section": "Summary"},
+        ],
+    )
+    deck = slides.build_deck("99_small", stage, 9, write=False)
+    assert deck["slides"] == 4 and deck["figures"] == ["fig-x.png"]
+
+
+@pytest.mark.parametrize(
+    ("slide", "message"),
+    [
+        ({"prf": "lem-missing"}, "no prf: block 'lem-missing'; it has ['lem-x']"),
+        ({"figure": "fig-missing"}, "no figure 'fig-missing'; it has ['fig-x']"),
+        ({"check": "nothing printed"}, "no printed line starts with 'nothing printed'"),
+        ({"exercises": "ex-missing"}, "no exercise block 'ex-missing'"),
+        ({"section": "Nowhere"}, "no section '## Nowhere'"),
+        ({"title": "x", "colour": "red"}, "unknown items ['colour']"),
+    ],
+)
+def test_the_builder_fails_loudly_on_what_the_lesson_does_not_have(
+    tmp_path, monkeypatch, slide, message
+):
+    stage = _mini_stage(tmp_path)
+    monkeypatch.setattr(slides, "OUTLINES", tmp_path / "outlines")
+    _outline(tmp_path, [{"prf": "lem-x"}, slide])
+    with pytest.raises(slides.OutlineError, match=re.escape(message)) as err:
+        slides.build_deck("99_small", stage, 9, write=False)
+    assert "99_small.yml, slide 2" in str(err.value) or "unknown" in str(err.value)
+
+
+# --- the decks in the built site -----------------------------------------------------------------------
+
+MEASURE_JS = """() => {
+  const s = Reveal.getCurrentSlide();
+  const box = s.getBoundingClientRect(), scale = Reveal.getScale();
+  let bottom = 0, right = 0;
+  for (const e of s.querySelectorAll('*')) {
+    if (e.closest('aside.notes')) continue;
+    const r = e.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0) continue;
+    bottom = Math.max(bottom, (r.bottom - box.top) / scale);
+    right = Math.max(right, (r.right - box.left) / scale);
+  }
+  const maths = s.querySelectorAll('.math').length;
+  const typeset = s.querySelectorAll('.math mjx-container').length;
+  const errors = s.querySelectorAll('mjx-merror, [data-mjx-error]').length;
+  const raw = /\\\\\\(|\\\\\\[|\\$\\$/.test(s.innerText);
+  const images = [...s.querySelectorAll('img')];
+  return {height: Math.max(bottom, s.scrollHeight), width: Math.max(right, s.scrollWidth),
+          maths, typeset, errors, raw,
+          images: images.length, broken: images.filter(i => !i.complete || i.naturalWidth === 0).length};
+}"""
+
+
+@pytest.fixture(scope="module")
+def decks(built_book):
+    from conftest import chromium_path
+    from playwright.sync_api import sync_playwright
+
+    rc, log, stage = built_book
+    assert rc == 0, log[-3000:]
+    html = stage / "_build" / "html"
+    found = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
+        context = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT})
+        context.route(re.compile(r"^(https?|wss?)://"), lambda route: route.abort())
+        for md in LESSONS:
+            deck = html / "slides" / f"{md.stem}.html"
+            if not deck.exists():
+                found[md.stem] = None
+                continue
+            page = context.new_page()
+            requests, errors = [], []
+            page.on("request", lambda r, requests=requests: requests.append(r.url))
+            page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
+            page.goto(deck.as_uri(), wait_until="load")
+            page.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=60_000)
+            n = page.evaluate("() => Reveal.getTotalSlides()")
+            measured = []
+            for i in range(n):
+                page.evaluate(f"() => Reveal.slide({i})")
+                page.wait_for_timeout(50)
+                measured.append(page.evaluate(MEASURE_JS))
+            printed = context.new_page()
+            printed.goto(deck.as_uri() + "?print-pdf", wait_until="load")
+            printed.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=60_000)
+            printed.wait_for_timeout(300)
+            pdf = printed.pdf(print_background=True, prefer_css_page_size=True)
+            found[md.stem] = {
+                "slides": n,
+                "measured": measured,
+                "requests": requests,
+                "errors": errors,
+                "pdf_pages": len(re.findall(rb"/Type\s*/Page[^s]", pdf)),
+            }
+            printed.close()
+            page.close()
+        browser.close()
+    report = {
+        stem: None
+        if d is None
+        else {
+            "slides": d["slides"],
+            "largest_overflow_px": max(
+                max(m["height"] - HEIGHT, m["width"] - WIDTH, 0) for m in d["measured"]
+            ),
+            "formulas": sum(m["maths"] for m in d["measured"]),
+            "pdf_pages": d["pdf_pages"],
+        }
+        for stem, d in found.items()
+    }
+    REPORT.parent.mkdir(exist_ok=True)
+    old = json.loads(REPORT.read_text()) if REPORT.exists() else {}
+    REPORT.write_text(json.dumps({**old, "slides": report}, indent=1))
+    print(json.dumps(report, indent=1))
+    return html, found
+
+
+@pytest.mark.browser
+@pytest.mark.book
+@pytest.mark.parametrize("md", LESSONS, ids=page_name)
+def test_the_deck_fits_its_frame_typesets_its_formulas_and_needs_no_network(decks, md):
+    _, found = decks
+    d = found[md.stem]
+    assert d is not None, f"no deck for {md.stem} in the built site"
+    assert d["slides"] >= 5, d["slides"]
+    problems = []
+    for i, m in enumerate(d["measured"]):
+        where = f"{md.stem} slide {i + 1}"
+        if m["height"] > HEIGHT + 1 or m["width"] > WIDTH + 1:
+            problems.append(f"{where} overflows: {m['width']:.0f} x {m['height']:.0f} px")
+        if m["typeset"] < m["maths"] or m["errors"] or m["raw"]:
+            problems.append(
+                f"{where}: {m['typeset']}/{m['maths']} formulas typeset, {m['errors']} errors"
+            )
+        if m["broken"]:
+            problems.append(f"{where}: {m['broken']} of {m['images']} images did not load")
+    outside = [u for u in d["requests"] if not u.startswith(("file:", "data:"))]
+    assert not outside, f"{md.stem}: requests that leave the machine: {outside}"
+    assert not d["errors"], f"{md.stem}: JavaScript errors {d['errors']}"
+    assert not problems, "\n".join(problems)
+    assert d["pdf_pages"] == d["slides"], (
+        f"{md.stem}: ?print-pdf printed {d['pdf_pages']} pages for {d['slides']} slides"
+    )
+
+
+@pytest.mark.browser
+@pytest.mark.book
+def test_the_lessons_and_the_instructor_page_link_the_decks(decks):
+    html, _ = decks
+    instructor = (html / "book" / "instructor.html").read_text()
+    for md in LESSONS:
+        page = (html / "book" / f"{md.stem}.html").read_text()
+        assert f'href="../slides/{md.stem}.html"' in page, (
+            f"{md.stem}'s page does not link its deck"
+        )
+        assert f"../slides/{md.stem}.html" in instructor, (
+            f"the instructor page does not link {md.stem}"
+        )

@@ -1,0 +1,685 @@
+#!/usr/bin/env python
+"""Slide decks of the lessons, built from the executed lessons themselves (reveal.js, offline).
+
+    python tools/slides.py                          # every lesson's deck into the built site's slides/
+    python tools/slides.py --only 03_concentration  # one deck
+    python tools/slides.py --check                  # resolve every outline, write nothing
+
+``tools/build_book.py`` runs it after the site is built. A lesson's deck is described by a short outline,
+``book/slides/NN_name.yml``, which names what goes on each slide by stable references into the lesson
+rather than by copying it: a ``prf`` block by its label, a figure by its label, the lines its check
+printed, exercises by their labels, a section (``Summary``) by its heading, and the instructor's own short
+text and presenter notes. Every referenced item is read from the EXECUTED lesson
+(``<stage>/book/NN_name.ipynb``, written by ``tools/build_book.py``), so a slide's figure is the PNG the
+lesson drew and its numbers are the ones the lesson printed in that build. A label, heading or check the
+lesson does not have stops the build, naming the outline, the slide and what the lesson does have.
+
+The deck is one HTML file, ``<site>/slides/NN_name.html``, with its figures in ``<site>/slides/NN_name/``.
+It loads reveal.js and MathJax from the site's own ``_static/`` (``tools/fetch_vendor.py``; no CDN), with
+the book's MathJax configuration (``_config.yml``), so it opens offline from a copy of the site. The
+slides are 1280 x 720; ``?print-pdf`` after the file name gives reveal.js's print view (one slide a
+page: print to PDF from the browser, or ``tests/test_kit_slides.py``'s headless Chromium). ``s`` opens
+the speaker view with the presenter notes.
+
+Outline format (YAML)::
+
+    lesson: 01_measure_view            # optional; must be the outline's file name
+    slides:
+      - title: Softmax attention is a tilted mean   # the slide's heading (optional)
+        text: |                                     # a few lines in the instructor's words (MyST: $math$)
+          ...
+        prf: prop-tilted-mean                       # one label or a list
+        figure: fig-ch1-tilt                        # one label (the figure's PNG, caption below)
+        check: "tilted mean"                        # lines printed by a check that start with this, or
+                                                    # `auto`: the lines of the one visible check_* cell
+        exercises: [ex-ch1-one-token]               # one label or a list: title and statement
+        section: Summary                            # the markdown of a `## ` section of the lesson
+        notes: |                                    # presenter notes (speaker view only)
+          ...
+
+The items of a slide are drawn in the order they are written; ``notes`` are never drawn.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import html
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from build_book import ROOT, chapter_title, lessons
+
+OUTLINES = ROOT / "book" / "slides"
+ITEMS = ("title", "text", "prf", "figure", "check", "exercises", "section", "notes")
+MAX_CHECK_LINES = 4  # a slide shows at most this many printed lines of a check
+FIT_FLOOR = 70  # percent: the smallest type a slide is shrunk to so that it fits its frame
+CHECK_CALL = re.compile(r"\bcheck_(close|below|above|true)\s*\(")
+HIDDEN_TAGS = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
+DIRECTIVE_OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:-]+)\}[ \t]*(?P<arg>.*)$")
+OPTION = re.compile(r"^:(?P<key>[\w-]+):[ \t]*(?P<value>.*)$")
+ROLE = re.compile(r"\{(?P<role>[\w:-]+)\}`(?P<body>[^`]*)`")
+TARGET = re.compile(r"^\((?P<label>[\w-]+)\)=\s*$", re.MULTILINE)
+
+
+class OutlineError(Exception):
+    """An outline names something its lesson does not have (or is malformed)."""
+
+
+# --------------------------------------------------------------------------------------------------
+# what an executed lesson holds, found by label
+
+
+@dataclass
+class Block:
+    """A MyST directive block of a markdown cell: ``{prf:lemma} Title`` with ``:label:``, its body."""
+
+    name: str  # "prf:lemma", "exercise", ...
+    title: str
+    options: dict
+    body: str
+
+
+@dataclass
+class Lesson:
+    stem: str
+    number: int
+    title: str
+    mode: str
+    blocks: dict = field(default_factory=dict)  # label -> Block
+    figures: dict = field(default_factory=dict)  # label -> (png bytes, caption, alt, number)
+    prints: list = field(default_factory=list)  # (line, cell is visible, cell calls a check)
+    markdown: list = field(default_factory=list)  # the markdown cells' sources, in order
+
+
+def directive_blocks(text: str) -> list[Block]:
+    """Every directive block of a MyST markdown text, outer blocks first (nested ones are read too)."""
+    lines, out, i = text.splitlines(), [], 0
+    while i < len(lines):
+        m = DIRECTIVE_OPEN.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        fence = m.group("fence")
+        closing = re.compile(rf"^{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
+        j, options = i + 1, {}
+        while j < len(lines) and OPTION.match(lines[j]):
+            o = OPTION.match(lines[j])
+            options[o.group("key")] = o.group("value").strip()
+            j += 1
+        k = j
+        while k < len(lines) and not closing.match(lines[k]):
+            k += 1
+        body = "\n".join(lines[j:k]).strip("\n")
+        out.append(Block(m.group("name"), m.group("arg").strip(), options, body))
+        out.extend(directive_blocks(body))
+        i = k + 1
+    return out
+
+
+def read_lesson(ipynb: Path, number: int) -> Lesson:
+    nb = json.loads(ipynb.read_text())
+    params = nb.get("metadata", {}).get("papermill", {}).get("parameters", {})
+    lesson = Lesson(ipynb.stem, number, ipynb.stem, str(params.get("mode", "?")))
+    n_fig = 0
+    for cell in nb["cells"]:
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        if cell["cell_type"] == "markdown":
+            lesson.markdown.append(source)
+            if lesson.title == ipynb.stem:
+                m = re.search(r"^# (.+)$", source, re.MULTILINE)
+                if m:
+                    lesson.title = m.group(1).strip()
+            for block in directive_blocks(source):
+                if "label" in block.options:
+                    lesson.blocks[block.options["label"]] = block
+            continue
+        if cell["cell_type"] != "code":
+            continue
+        meta = cell.get("metadata", {})
+        tags = set(meta.get("tags", []))
+        figure = meta.get("mystnb", {}).get("figure")
+        if figure and figure.get("name"):
+            n_fig += 1
+            pngs = [
+                o["data"]["image/png"]
+                for o in cell.get("outputs", [])
+                if "image/png" in o.get("data", {})
+            ]
+            png = base64.b64decode("".join(pngs[-1])) if pngs else None
+            alt = meta.get("mystnb", {}).get("image", {}).get("alt", "")
+            lesson.figures[figure["name"]] = (png, figure.get("caption", ""), alt, n_fig)
+        visible = not (tags & HIDDEN_TAGS)
+        calls = bool(CHECK_CALL.search(source))
+        for o in cell.get("outputs", []):
+            if o.get("output_type") == "stream" and o.get("name") == "stdout":
+                text = "".join(o["text"]) if isinstance(o["text"], list) else o["text"]
+                lesson.prints += [(line, visible, calls) for line in text.splitlines() if line]
+    return lesson
+
+
+# --------------------------------------------------------------------------------------------------
+# MyST text to HTML (math left for MathJax)
+
+
+def _math(content: str, display: bool) -> str:
+    content = html.escape(content.strip(), quote=False)
+    return f"\\[{content}\\]" if display else f"\\({content}\\)"
+
+
+def markdown_renderer():
+    from markdown_it import MarkdownIt
+    from mdit_py_plugins.amsmath import amsmath_plugin
+    from mdit_py_plugins.dollarmath import dollarmath_plugin
+
+    md = (
+        MarkdownIt("commonmark", {"html": False})
+        .enable("table")
+        .use(dollarmath_plugin, renderer=lambda c, o: _math(c, o.get("display_mode", False)))
+        .use(amsmath_plugin, renderer=lambda c: _math(c, True))
+    )
+    default_fence = md.renderer.rules["fence"]
+
+    def fence(tokens, idx, options, env):
+        token = tokens[idx]
+        info = token.info.strip()
+        m = re.match(r"^\{([\w:-]+)\}\s*(.*)$", info)
+        if not m:
+            return default_fence(tokens, idx, options, env)
+        name, arg = m.groups()
+        body = "\n".join(ln for ln in token.content.splitlines() if not OPTION.match(ln))
+        if name == "math":
+            return f'<div class="math">{_math(body, True)}</div>\n'
+        if name in ("code-block", "code", "code-cell"):
+            return f"<pre><code>{html.escape(body)}</code></pre>\n"
+        title = f'<p class="block-title">{md.renderInline(arg)}</p>' if arg else ""
+        return f'<div class="block {html.escape(name)}">{title}{md.render(body)}</div>\n'
+
+    md.renderer.rules["fence"] = fence
+    return md
+
+
+class Renderer:
+    """MyST markdown of one lesson to HTML: roles become their text, targets vanish."""
+
+    def __init__(self, lesson: Lesson):
+        self.lesson = lesson
+        self.md = markdown_renderer()
+
+    def role(self, m: re.Match) -> str:
+        role, body = m.group("role"), m.group("body")
+        explicit = re.match(r"^(?P<text>.*?)\s*<(?P<target>[^>]+)>$", body, re.DOTALL)
+        if role == "math":
+            return f"${body}$"
+        if explicit:
+            return explicit.group("text").replace("%s", "").strip()
+        if role in ("prf:ref", "ref") and body in self.lesson.blocks:
+            return self.lesson.blocks[body].title or body
+        if role == "numref" and body in self.lesson.figures:
+            return f"Figure {self.lesson.number}.{self.lesson.figures[body][3]}"
+        if role.startswith("cite"):
+            return f"[{body}]"
+        page = ROOT / "book" / f"{body.removeprefix('../')}.md"
+        if role == "doc" and page.exists():
+            return chapter_title(page)
+        return body
+
+    def text(self, source: str) -> str:
+        return ROLE.sub(self.role, TARGET.sub("", source))
+
+    def block(self, source: str) -> str:
+        return self.md.render(self.text(source))
+
+    def inline(self, source: str) -> str:
+        return self.md.renderInline(self.text(source))
+
+
+# --------------------------------------------------------------------------------------------------
+# an outline's slides
+
+
+def as_list(value) -> list:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def check_lines(lesson: Lesson, spec: str, where: str) -> list[str]:
+    """The verdict lines a slide shows: those printed that start with ``spec``, or with ``auto`` those
+    printed by the one visible cell that calls a check."""
+    if spec == "auto":
+        found = [line for line, visible, calls in lesson.prints if visible and calls]
+        if not found:
+            raise OutlineError(f"{where}: `check: auto` found no visible cell that calls check_*")
+    else:
+        found = [line for line, _, _ in lesson.prints if line.startswith(str(spec))]
+        if not found:
+            starts = sorted({line.split(":")[0][:50] for line, _, calls in lesson.prints if calls})
+            raise OutlineError(
+                f"{where}: no printed line starts with {spec!r}; lines printed by checks start with "
+                f"{starts}"
+            )
+    if len(found) > MAX_CHECK_LINES:
+        raise OutlineError(
+            f"{where}: {len(found)} lines match {spec!r} (at most {MAX_CHECK_LINES} fit a slide): "
+            f"{found[:6]}"
+        )
+    return found
+
+
+def labelled(lesson: Lesson, label: str, kinds: tuple[str, ...], where: str) -> Block:
+    block = lesson.blocks.get(label)
+    if block is None or not block.name.startswith(kinds):
+        have = sorted(k for k, b in lesson.blocks.items() if b.name.startswith(kinds))
+        raise OutlineError(
+            f"{where}: {lesson.stem} has no {'/'.join(kinds)} block {label!r}; it has {have}"
+        )
+    return block
+
+
+def section_markdown(lesson: Lesson, heading: str, where: str) -> str:
+    """The markdown under ``## heading`` up to the next heading of level 1 or 2."""
+    text = "\n\n".join(lesson.markdown)
+    m = re.search(
+        rf"^## {re.escape(heading)}[ \t]*$(?P<body>.*?)(?=^#{{1,2}} |\Z)", text, re.S | re.M
+    )
+    if not m:
+        have = re.findall(r"^## (.+)$", text, re.MULTILINE)
+        raise OutlineError(f"{where}: {lesson.stem} has no section '## {heading}'; it has {have}")
+    return m.group("body").strip()
+
+
+def first_sentence(text: str) -> tuple[str, str]:
+    """A caption's first sentence (what the slide shows) and the rest; a full stop inside math or
+    before a lower-case word or a digit does not end a sentence."""
+    masked = re.sub(r"\$[^$]*\$", lambda m: "x" * len(m.group(0)), text)
+    m = re.search(r"[.!?](?=\s+[A-Z(])", masked)
+    if not m:
+        return text, ""
+    return text[: m.end()], text[m.end() :].strip()
+
+
+def render_slide(lesson: Lesson, r: Renderer, slide: dict, index: int, assets: Path, rel: str):
+    """The ``<section>`` of one slide, and the figure files it needs ({name: bytes})."""
+    where = f"book/slides/{lesson.stem}.yml, slide {index}"
+    if not isinstance(slide, dict):
+        raise OutlineError(f"{where}: a slide is a mapping of items, got {slide!r}")
+    unknown = set(slide) - set(ITEMS)
+    if unknown:
+        raise OutlineError(f"{where}: unknown items {sorted(unknown)}; known: {list(ITEMS)}")
+    parts, files, classes, extra_notes = [], {}, [], []
+    for key, value in slide.items():
+        if key == "title":
+            parts.append(f"<h2>{r.inline(str(value))}</h2>")
+        elif key == "text":
+            parts.append(f'<div class="text">{r.block(str(value))}</div>')
+        elif key == "prf":
+            for label in as_list(value):
+                b = labelled(lesson, label, ("prf:",), where)
+                kind = b.name.split(":", 1)[1].capitalize()
+                parts.append(
+                    f'<div class="prf {html.escape(b.name.replace(":", "-"))}" data-label="{label}">'
+                    f'<p class="prf-title"><span class="prf-kind">{kind}</span> {r.inline(b.title)}</p>'
+                    f"{r.block(b.body)}</div>"
+                )
+        elif key == "figure":
+            label = str(value)
+            if label not in lesson.figures:
+                raise OutlineError(
+                    f"{where}: {lesson.stem} has no figure {label!r}; it has {sorted(lesson.figures)}"
+                )
+            png, caption, alt, n = lesson.figures[label]
+            if png is None:
+                raise OutlineError(
+                    f"{where}: figure {label!r} has no PNG output in the executed lesson"
+                )
+            files[f"{label}.png"] = png
+            classes.append("has-figure")
+            first, rest = first_sentence(" ".join(caption.split()))
+            parts.append(
+                f'<figure data-label="{label}"><img src="{rel}/{label}.png" '
+                f'alt="{html.escape(alt, quote=True)}"><figcaption><span class="fig-number">'
+                f"Figure {lesson.number}.{n}.</span> {r.inline(first)}</figcaption></figure>"
+            )
+            if rest:  # the rest of the caption is for the speaker
+                extra_notes.append(f"Figure {lesson.number}.{n}, the caption goes on: {rest}")
+        elif key == "check":
+            lines = check_lines(lesson, str(value), where)
+            parts.append(
+                '<div class="check"><p class="check-title">The lesson\'s check printed, in this '
+                f"build ({html.escape(lesson.mode)} mode):</p><pre>"
+                + "\n".join(html.escape(x) for x in lines)
+                + "</pre></div>"
+            )
+        elif key == "exercises":
+            for label in as_list(value):
+                b = labelled(lesson, label, ("exercise",), where)
+                kind = " (conceptual)" if "conceptual" in b.options.get("class", "") else ""
+                parts.append(
+                    f'<div class="exercise" data-label="{label}"><p class="exercise-title">Exercise: '
+                    f"{r.inline(b.title)}{kind}</p>{r.block(b.body)}</div>"
+                )
+        elif key == "section":
+            parts.append(
+                f'<div class="section">{r.block(section_markdown(lesson, str(value), where))}</div>'
+            )
+        elif key == "notes":
+            continue
+    if not parts:
+        raise OutlineError(
+            f"{where}: the slide shows nothing (give a title, text, prf, figure, ...)"
+        )
+    notes = "\n\n".join(([str(slide["notes"])] if "notes" in slide else []) + extra_notes)
+    if notes:
+        parts.append(f'<aside class="notes">{r.block(notes)}</aside>')
+    cls = f' class="{" ".join(classes)}"' if classes else ""
+    return f"<section{cls}>\n" + "\n".join(parts) + "\n</section>", files
+
+
+# --------------------------------------------------------------------------------------------------
+# the deck
+
+
+def mathjax_config() -> dict:
+    """The site's MathJax configuration (``_config.yml``), with Sphinx's own delimiters and classes."""
+    cfg = yaml.safe_load((ROOT / "_config.yml").read_text())
+    mj = dict(cfg["sphinx"]["config"].get("mathjax3_config", {}))
+    tex = dict(mj.get("tex", {}))
+    tex.update(inlineMath=[["\\(", "\\)"]], displayMath=[["\\[", "\\]"]], processEscapes=True)
+    mj["tex"] = tex
+    mj["options"] = {"ignoreHtmlClass": "tex2jax_ignore", "processHtmlClass": "math"}
+    return mj
+
+
+PAGE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}: slides</title>
+<link rel="stylesheet" href="../_static/revealjs/reveal.css">
+<link rel="stylesheet" href="../_static/revealjs/theme/white.css">
+<link rel="stylesheet" href="slides.css">
+<script>
+window.MathJax = {mathjax};
+window.MathJax.startup = {{
+  pageReady: () => MathJax.startup.defaultPageReady().then(() => document.fonts.ready).then(startDeck)
+}};
+// A slide taller than its frame is drawn in smaller type, down to {floor} %, before reveal.js lays out
+// the deck (and its print view); one that still does not fit is left as it is (tests/test_kit_slides.py
+// reports it).
+function fitSlides() {{
+  const box = document.querySelector('.reveal .slides');
+  box.style.cssText = 'width: 1280px; display: block; position: static';
+  for (const s of box.querySelectorAll(':scope > section')) {{
+    s.style.display = 'block'; s.style.position = 'static';
+    for (let size = 100; s.scrollHeight > 712 && size > {floor}; ) {{
+      size -= 5; s.style.fontSize = size + '%'; s.dataset.fitted = size;
+    }}
+    s.style.display = ''; s.style.position = '';
+  }}
+  box.style.cssText = '';
+}}
+function startDeck() {{
+  fitSlides();
+  Reveal.initialize({{
+    width: 1280, height: 720, margin: 0.04, center: false, hash: true, slideNumber: "c/t",
+    transition: "none", pdfMaxPagesPerSlide: 1, pdfSeparateFragments: false,
+    plugins: [RevealNotes]
+  }});
+}}
+</script>
+<script src="../_static/revealjs/reveal.js"></script>
+<script src="../_static/revealjs/plugin/notes.js"></script>
+<script defer src="../_static/mathjax/startup.js"></script>
+</head>
+<body>
+<div class="reveal tex2jax_ignore"><div class="slides">
+{slides}
+</div></div>
+</body>
+</html>
+"""
+
+CSS = """/* The book's slide decks (tools/slides.py): 1280 x 720, reveal.js white theme, smaller type. */
+.reveal { font-size: 27px; }
+.reveal .slides { text-align: left; }
+.reveal .slides section { padding: 0 24px; box-sizing: border-box; }
+.reveal pre { box-sizing: border-box; }
+.reveal h1 { font-size: 1.75em; text-transform: none; line-height: 1.15; }
+.reveal h2 { font-size: 1.3em; text-transform: none; margin-bottom: 0.45em; line-height: 1.15; }
+.reveal p, .reveal li { line-height: 1.3; }
+.reveal p { margin: 0.35em 0; }
+.reveal ul, .reveal ol { display: block; margin-left: 1.1em; }
+.reveal li { margin: 0.15em 0; }
+.reveal .subtitle { color: #555; font-size: 0.85em; }
+.reveal .prf { border-left: 6px solid #0072B2; background: #f2f7fb; padding: 0.3em 0.8em; margin: 0.4em 0; }
+.reveal .prf-title { font-weight: 600; margin-top: 0.1em; }
+.reveal .prf-kind { color: #0072B2; margin-right: 0.3em; }
+.reveal .exercise { border-left: 6px solid #E69F00; background: #fdf6e8; padding: 0.3em 0.8em;
+  margin: 0.4em 0; font-size: 0.88em; }
+.reveal .exercise-title { font-weight: 600; }
+.reveal .check { margin: 0.5em 0; }
+.reveal .check-title { color: #555; font-size: 0.8em; }
+.reveal .check pre { width: 100%; box-shadow: none; background: #f4f4f4; padding: 0.5em 0.7em;
+  font-size: 0.62em; white-space: pre-wrap; word-break: break-word; border-left: 6px solid #009E73; }
+.reveal pre code { max-height: none; }
+.reveal figure { margin: 0; text-align: center; }
+.reveal figure img { max-height: 480px; max-width: 100%; margin: 0; }
+.reveal section.has-figure h2 { margin-bottom: 0.2em; }
+.reveal figcaption { font-size: 0.6em; color: #333; text-align: left; line-height: 1.3; margin-top: 0.2em; }
+.reveal .fig-number { font-weight: 600; }
+.reveal .text, .reveal .section { font-size: 0.95em; }
+.reveal .math { font-size: 1em; }
+.reveal mjx-container[display="true"] { margin: 0.4em 0 !important; }
+.reveal a { color: #0072B2; }
+.reveal .slides section.title-slide { height: 700px; }
+.reveal .objectives { font-size: 0.85em; }
+.reveal .objectives p { margin: 0.2em 0; }
+.reveal .built { position: absolute; bottom: 20px; left: 24px; right: 24px; font-size: 0.55em; color: #666; }
+.reveal .block-title { font-weight: 600; }
+@media print { .reveal .slide-number { display: none; } }
+"""
+
+
+def objectives(lesson: Lesson) -> str:
+    """The lesson's learning objectives (its opening box), or '' when it states none."""
+    text = "\n\n".join(lesson.markdown[:3])
+    m = re.search(
+        r"\*\*Learning objectives\.\*\*(?P<body>.*?)(?=\n\*\*[A-Z][a-z]+\.\*\*|\n:::|\Z)",
+        text,
+        re.S,
+    )
+    return m.group("body").strip() if m else ""
+
+
+def title_slide(lesson: Lesson, r: Renderer, outline: Path, lab: bool) -> str:
+    lab_link = f' · <a href="../book/labs/{lesson.stem}.html">its lab</a>' if lab else ""
+    goals = objectives(lesson)
+    goals = f'<div class="objectives">{r.block(goals)}</div>\n' if goals else ""
+    return (
+        '<section class="title-slide">\n'
+        f'<p class="subtitle">Lesson {lesson.number} · Softmax as Linear Attention, Executed</p>\n'
+        f"<h1>{html.escape(lesson.title)}</h1>\n"
+        f"{goals}"
+        f'<p><a href="../book/{lesson.stem}.html">The lesson</a>{lab_link} · '
+        f'<a href="../book/instructor.html">for instructors</a></p>\n'
+        f'<p class="built">Figures and printed numbers are those of the executed lesson in this build '
+        f"({html.escape(lesson.mode)} mode). Outline: <code>book/slides/{outline.name}</code>. "
+        "Keys: <code>s</code> speaker notes, <code>?print-pdf</code> after the address to print.</p>\n"
+        '<aside class="notes">The slides follow the lesson in its order; each figure and printed '
+        "number comes from the lesson's own run.</aside>\n"
+        "</section>"
+    )
+
+
+BADGE = (
+    '<a class="slides-link reference external" href="../slides/{stem}.html" title="This lesson as '
+    'slides: opens offline; add ?print-pdf to the address to print it">'
+    '<svg xmlns="http://www.w3.org/2000/svg" width="98" height="20" viewBox="0 0 98 20" role="img" '
+    'aria-label="Lesson slides"><title>Lesson slides</title>'
+    '<rect width="98" height="20" rx="3" fill="#555"/><rect x="50" width="48" height="20" rx="3" '
+    'fill="#0072B2"/><rect x="50" width="4" height="20" fill="#0072B2"/>'
+    '<g fill="#fff" font-family="Verdana,DejaVu Sans,sans-serif" font-size="11" text-anchor="middle">'
+    '<text x="25" y="14">Lesson</text><text x="74" y="14">slides</text></g></svg></a> '
+)
+
+
+def link_from_lesson(html_dir: Path, stem: str) -> None:
+    """Put a "Lesson slides" badge on the lesson's page, beside its "Open in Colab" badge (or under its
+    title when the page has none); once."""
+    page = html_dir / "book" / f"{stem}.html"
+    text = page.read_text(encoding="utf-8")
+    if 'class="slides-link' in text:
+        return
+    badge = BADGE.format(stem=stem)
+    if '<span class="paper-link">' in text:
+        text = text.replace('<span class="paper-link">', badge + '<span class="paper-link">', 1)
+    elif "</h1>" in text:
+        text = text.replace("</h1>", f'</h1>\n<p class="slides-badge-line">{badge}</p>', 1)
+    else:
+        raise OutlineError(f"{page}: no title to put the slides link under")
+    page.write_text(text, encoding="utf-8")
+
+
+DECK_LIST = re.compile(r'<div id="slide-decks" class="slide-decks">.*?</div>', re.S)
+
+
+def list_on_instructor_page(html_dir: Path) -> int:
+    """Fill the instructor page's list of decks (``<div id="slide-decks">`` in ``book/instructor.md``)
+    with every deck of the site, in lesson order; return how many."""
+    page = html_dir / "book" / "instructor.html"
+    text = page.read_text(encoding="utf-8")
+    if not DECK_LIST.search(text):
+        raise OutlineError(
+            f'{page}: no <div id="slide-decks" class="slide-decks"> to list the decks in'
+        )
+    items = []
+    for n, md in enumerate(lessons(ROOT), 1):
+        deck = html_dir / "slides" / f"{md.stem}.html"
+        if deck.exists():
+            count = deck.read_text(encoding="utf-8").count("<section")
+            title = html.escape(chapter_title(md))
+            items.append(
+                f'<li><a href="../slides/{md.stem}.html">Lesson {n}: {title}</a> ({count} slides; '
+                f'<a href="../slides/{md.stem}.html?print-pdf">print view</a>)</li>'
+            )
+    block = '<div id="slide-decks" class="slide-decks"><ul>' + "".join(items) + "</ul></div>"
+    page.write_text(DECK_LIST.sub(lambda _: block, text, count=1), encoding="utf-8")
+    return len(items)
+
+
+def load_outline(path: Path) -> dict:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise OutlineError(f"{path.name}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("slides"), list) or not data["slides"]:
+        raise OutlineError(f"{path.name}: an outline is a mapping with a non-empty list `slides:`")
+    if data.get("lesson", path.stem) != path.stem:
+        raise OutlineError(f"{path.name}: `lesson: {data['lesson']}` is not the file's name")
+    return data
+
+
+def build_deck(stem: str, stage: Path, number: int, *, write: bool = True) -> dict:
+    """Build (or, ``write=False``, only resolve) one lesson's deck; return what it holds."""
+    outline = OUTLINES / f"{stem}.yml"
+    ipynb = stage / "book" / f"{stem}.ipynb"
+    if not ipynb.exists():
+        raise OutlineError(
+            f"{ipynb} does not exist: execute the lesson first (tools/build_book.py)"
+        )
+    data = load_outline(outline)
+    lesson = read_lesson(ipynb, number)
+    r = Renderer(lesson)
+    html_dir = stage / "_build" / "html"
+    out = html_dir / "slides"
+    sections, files = (
+        [title_slide(lesson, r, outline, (html_dir / "book" / "labs" / f"{stem}.html").exists())],
+        {},
+    )
+    for i, slide in enumerate(data["slides"], 1):
+        section, needed = render_slide(lesson, r, slide, i, out / stem, stem)
+        sections.append(section)
+        files.update(needed)
+    deck = PAGE.format(
+        title=html.escape(f"Lesson {lesson.number}: {lesson.title}"),
+        mathjax=json.dumps(mathjax_config()),
+        floor=FIT_FLOOR,
+        slides="\n".join(sections),
+    )
+    if write:
+        (out / stem).mkdir(parents=True, exist_ok=True)
+        for old in (out / stem).glob("*.png"):
+            old.unlink()
+        for name, data_ in files.items():
+            (out / stem / name).write_bytes(data_)
+        (out / "slides.css").write_text(CSS)
+        (out / f"{stem}.html").write_text(deck, encoding="utf-8")
+        link_from_lesson(html_dir, stem)
+    return {
+        "lesson": stem,
+        "slides": len(sections),
+        "figures": sorted(files),
+        "path": out / f"{stem}.html",
+    }
+
+
+def outlines_for(root: Path = ROOT) -> list[tuple[str, int]]:
+    """(stem, lesson number) of every lesson of ``_toc.yml`` that has an outline, in reading order."""
+    return [
+        (md.stem, n)
+        for n, md in enumerate(lessons(root), 1)
+        if (OUTLINES / f"{md.stem}.yml").exists()
+    ]
+
+
+def build_all(stage: Path, only=None, *, write: bool = True) -> list[dict]:
+    known = {md.stem for md in lessons(ROOT)}
+    orphans = sorted(p.stem for p in OUTLINES.glob("*.yml") if p.stem not in known)
+    if orphans:  # an outline waiting for its lesson (a lesson being written): said, not built
+        print(f"slides: no lesson in _toc.yml for the outline(s) {orphans}; skipped", flush=True)
+    targets = [(s, n) for s, n in outlines_for() if not only or s in only]
+    if only:
+        missing = set(only) - {s for s, _ in targets}
+        if missing:
+            raise OutlineError(f"no outline for {sorted(missing)} (book/slides/<lesson>.yml)")
+    if write and not (stage / "_build" / "html" / "_static" / "revealjs" / "reveal.js").exists():
+        raise OutlineError(
+            f"{stage / '_build/html/_static/revealjs'} is missing: build the site first "
+            "(tools/build_book.py; tools/fetch_vendor.py vendors reveal.js)"
+        )
+    decks = [build_deck(stem, stage, n, write=write) for stem, n in targets]
+    if write:
+        list_on_instructor_page(stage / "_build" / "html")
+    return decks
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--stage", type=Path, default=ROOT / "_build" / "stage")
+    ap.add_argument("--only", nargs="*", default=None, help="lesson stems (default: every outline)")
+    ap.add_argument("--check", action="store_true", help="resolve every outline; write nothing")
+    args = ap.parse_args(argv)
+    try:
+        decks = build_all(args.stage.resolve(), args.only, write=not args.check)
+    except OutlineError as exc:
+        print(f"slides: {exc}", file=sys.stderr)
+        return 1
+    for d in decks:
+        print(
+            f"slides: {d['lesson']}: {d['slides']} slides, {len(d['figures'])} figure(s)"
+            + ("" if args.check else f" -> {d['path']}"),
+            flush=True,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
