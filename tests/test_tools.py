@@ -204,17 +204,18 @@ def test_a_student_copy_keeps_the_key_and_check_cells_and_drops_the_solutions(tm
 
 
 def test_softlin_ships_book_data_as_links_each_listed_in_pyproject():
-    """Colab and student copies read book/data's files from softlin (softlin.book.committed_data):
+    """Colab and student copies read book/data's files from softlin (softlin._data.committed_data):
     each package-data file is a working link to the one committed source, matched by pyproject's
     package-data (so a wheel holds its content), and the files the pages read are among them."""
     from fnmatch import fnmatch
 
     tomllib = pytest.importorskip("tomllib")
-    data = ROOT / "lib" / "softlin" / "book" / "data"
+    data = ROOT / "lib" / "softlin" / "data"
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    patterns = setuptools["package-data"]["softlin.book"]
+    patterns = setuptools["package-data"]["softlin"]
     names = {p.name for p in data.iterdir()}
-    assert {"paper_experiment.json", "reference_values.json"} <= names, names
+    committed = {p.name for p in (ROOT / "book" / "data").glob("*.json")}
+    assert committed == names, (committed, names)
     for p in data.iterdir():
         assert p.is_symlink() and p.is_file(), f"{p} is not a working link"
         assert p.resolve() == (ROOT / "book" / "data" / p.name).resolve(), p
