@@ -174,7 +174,11 @@ def test_risk_fluctuation_constant_closed_form(gen):
     assert abs(float(direct.mean()) - C2) < 5 * float(direct.std()) / math.sqrt(m)  # 5 SE
     # divergence: b*^2 < 2 (isotropic, d = 3) gives an infinite constant
     A3, b3 = icl.bayes_optimal_parameters(torch.eye(3, dtype=F64))
-    assert icl.risk_fluctuation_constant(A3, b3, torch.eye(3, dtype=F64)) == math.inf
+    with pytest.raises(ValueError, match="the fluctuation constant is infinite"):
+        icl.risk_fluctuation_constant(A3, b3, torch.eye(3, dtype=F64))
+    assert icl.risk_fluctuation_constant(A3, b3, torch.eye(3, dtype=F64), allow_infinite=True) == (
+        math.inf
+    )
 
 
 # --------------------------------------------------------------------------------------------------

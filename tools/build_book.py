@@ -39,13 +39,13 @@ from multiprocessing import get_context
 from pathlib import Path
 
 import yaml
+from softlin.book.modes import MODES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import exercise_checks
 import fetch_vendor
 
 ROOT = Path(__file__).resolve().parents[1]
-MODES = ("fast", "default", "paper")
 VERSIONED = [
     "torch",
     "numpy",

@@ -15,7 +15,9 @@ def committed_data(name):
     """The JSON file ``book/data/<name>`` committed with the book, parsed: read from ``data/`` beside
     the running chapter (the book's folder) or, elsewhere (Colab, student copies), from the copy that
     softlin ships as package data. Returns None when neither exists (an old installed softlin)."""
-    if not isinstance(name, str) or "/" in name or not name.endswith(".json"):
+    if not isinstance(name, str):
+        raise TypeError(f"name: expected a file name ending in .json, got {type(name).__name__}")
+    if "/" in name or not name.endswith(".json"):
         raise ValueError(f"name: expected a file name ending in .json, got {name!r}")
     for path in (Path("data") / name, files("softlin.book") / "data" / name):
         if path.is_file():
