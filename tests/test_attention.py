@@ -11,6 +11,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+pytestmark = pytest.mark.unit  # the library's unit tests: `make check` runs them
+
 F64 = torch.float64
 
 

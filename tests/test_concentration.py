@@ -17,6 +17,8 @@ import torch
 from softlin import concentration as cc
 from softlin.montecarlo import mean_and_stderr
 
+pytestmark = pytest.mark.unit  # the library's unit tests: `make check` runs them
+
 F64 = torch.float64
 
 

@@ -16,6 +16,8 @@ import torch
 from softlin import icl
 from softlin.book import experiment
 
+pytestmark = pytest.mark.unit  # the library's unit tests: `make check` runs them
+
 F64 = torch.float64
 SIGMA = icl.kms_covariance(5, 0.5)
 
@@ -361,6 +363,7 @@ def test_balanced_initialisation(gen):
     assert abs(icl.initialisation_bound(SIGMA) - 0.418) < 1e-3  # value in the paper notes
 
 
+@pytest.mark.slow  # 3 s of CPU per start: left to `make test`
 @pytest.mark.parametrize("alpha", [0.1, 0.5, 1.0, 3.0, 10.0])
 def test_infinite_flow_converges_to_bayes_optimum_and_keeps_balance(gen, alpha):
     A0, b0 = icl.balanced_initialisation(5, alpha, rank=2, generator=gen)
@@ -522,6 +525,7 @@ def test_sgd_step_and_full_model_errors(gen):
         model.predict(bad.tokens, bad.queries)
 
 
+@pytest.mark.slow  # 4 s of CPU: left to `make test`
 @pytest.mark.parametrize("released", [False, True])
 @pytest.mark.parametrize("L", [4, 30])
 def test_linear_class_optimum_is_the_least_error_of_linear_attention(gen, L, released):

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.unit  # the library's unit tests: `make check` runs them
+
 ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "lib" / "softlin"
 BOOK = ROOT / "book"

@@ -9,6 +9,8 @@ import matplotlib.pyplot as plt
 import pytest
 from softlin.book import modes, plotting, widgets
 
+pytestmark = pytest.mark.unit  # the library's unit tests: `make check` runs them
+
 
 def test_book_style_pairs_each_colour_with_a_marker_and_a_line_style():
     plotting.use_book_style()

@@ -31,6 +31,8 @@ from ipywidgets import (
 from PIL import Image
 from softlin.book import widgets
 
+pytestmark = pytest.mark.unit  # the library's unit tests: `make check` runs them
+
 
 @pytest.fixture
 def static(monkeypatch):
@@ -90,6 +92,7 @@ def test_static_explorer_draws_every_state_once_in_c_order_and_shows_the_default
     assert plt.get_fignums() == []
 
 
+@pytest.mark.slow  # 3.5 s of CPU (every slider drawn): left to `make test`
 def test_slider_values_are_every_step_and_include_the_default(static):
     seen = {}
 

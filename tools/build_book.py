@@ -214,6 +214,8 @@ def execute_one(
     os.environ.setdefault("OMP_NUM_THREADS", str(threads))
     os.environ.setdefault("MKL_NUM_THREADS", str(threads))
     os.environ.setdefault("SOFTLIN_STATIC_EXPLORERS", "1")  # the kernel inherits it
+    # no progress bars in a page (softlin._progress): the same output on every run
+    os.environ.setdefault("SOFTLIN_PROGRESS", "0")
     use_static_explorer()
     import jupytext
     import nbformat

@@ -36,6 +36,7 @@ from ._checks import (
     check_result_finite,
     check_same_dtype_device,
     check_weights,
+    common_dim,
     validated_by,
 )
 
@@ -51,11 +52,12 @@ __all__ = [
 ]
 
 
-def _check_tokens_tilt(tokens, a, weights, *, chunk=False, a_name="a"):
+def _check_tokens_tilt(tokens, a, weights, *, chunk=False, a_name="a", typed=False):
     """tokens (..., L, D) with L, D >= 1; a (..., Q, D) with the same leading dimensions; weights (..., L)
-    (all zero allowed for a ``chunk`` of a longer prompt)."""
-    tokens = as_tensor_arg("tokens", tokens, min_dim=2, finite=False)  # checked through the result
-    a = as_tensor_arg(a_name, a, min_dim=2)
+    (all zero allowed for a ``chunk`` of a longer prompt). ``typed``: tokens and a are checked tensors."""
+    if not typed:
+        tokens = as_tensor_arg("tokens", tokens, min_dim=2, finite=False)  # checked via the result
+        a = as_tensor_arg(a_name, a, min_dim=2)
     lead, (L, D) = tuple(tokens.shape[:-2]), tokens.shape[-2:]
     if L == 0 or D == 0:
         raise ValueError(
@@ -144,9 +146,20 @@ def linear_mean(tokens, a, *, weights=None):
 
 def _check_weights_args(tokens, queries, U, *, weights=None, V=None):
     """As :func:`_check_tokens_tilt` for the queries, U (D, D) and V (D_out, D) (when given) of the same
-    dtype; the scores of every query fit in memory."""
-    _check_tokens_tilt(tokens, queries, weights, a_name="queries")
-    U, D = as_tensor_arg("U", U), tokens.shape[-1]
+    dtype; the scores of every query fit in memory. D is that of most of them: one wrong argument is
+    the one an error names."""
+    tokens = as_tensor_arg("tokens", tokens, min_dim=2, finite=False)  # checked via the result
+    queries, U = as_tensor_arg("queries", queries, min_dim=2), as_tensor_arg("U", U)
+    named = {"tokens": tokens, "queries": queries, "U": U, "V": V}
+    D, agree = common_dim(
+        {k: x.shape[-1] if x.dim() else 0 for k, x in named.items() if x is not None}
+    )
+    if tokens.shape[-1] != D:
+        raise ValueError(
+            f"tokens must have last dimension D = {D} (that of {agree}), got shape "
+            f"{tuple(tokens.shape)}"
+        )
+    _check_tokens_tilt(tokens, queries, weights, a_name="queries", typed=True)
     if U.dim() != 2 or U.shape[0] != U.shape[1]:
         raise ValueError(
             f"U must be a square matrix of shape (D, D) = ({D}, {D}), got {tuple(U.shape)}"

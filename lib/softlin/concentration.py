@@ -136,7 +136,7 @@ def sample_errors(
         z.shape[-1],
         _chunk(L, *z.shape[:2], chunk_size),
     )
-    for start in progress(range(0, L, chunk), work=n_prompts * L * D * z.shape[1]):
+    for start in progress(range(0, L, chunk), work=n_prompts * L * D):
         c = min(chunk, L - start)
         sums.update(measure.sample(n_prompts * c, generator=generator).reshape(n_prompts, c, D))
     mom = sums.moments()
@@ -178,7 +178,9 @@ def fixed_query_mse_expansion(queries, U, V, cov):
     ``B = -2 e^{3s} (t + 4b) + 3 e^{2s} (t + 3b) - e^s (t + b)`` (from ``1 / (1 + eps)^2`` expanded around
     the normalised softmax denominator). Neither depends on ``m``; ``B < 0`` for ``s > 0``.
 
-    queries (Q, D), U (D, D), V (D_out, D), cov (D, D) PSD -> A, B : Tensor (Q,)
+    queries (Q, D), U (D, D), V (D_out, D), cov (D, D) PSD -> A, B : Tensor (Q,). A query whose
+    ``e^{3s}`` exceeds the dtype's range (``s > 236`` in float64: a far quadrature node) gets the IEEE
+    overflow (``inf``, or NaN where two such terms cancel) in that entry, as ``torch.exp`` does.
     """
     U, V, cov, queries = _gaussian_args(U, V, cov, queries)
     a = queries @ U.mT  # (Q, D)
@@ -260,7 +262,8 @@ def delta_method_expansion(queries, U, V, cov, kind="output"):
     :func:`fixed_query_mse_expansion`; for "grad_V", ``A = D_out e^s (tr cov + |cov a|^2)``; for "grad_U",
     ``A`` is a fourth moment of the tilted tokens times ``|z|^2``.
 
-    queries (Q, D), U (D, D), V (D_out, D), cov (D, D) PSD -> A, B : Tensor (Q,)
+    queries (Q, D), U (D, D), V (D_out, D), cov (D, D) PSD -> A, B : Tensor (Q,); overflow beyond the
+    dtype's range as :func:`fixed_query_mse_expansion`.
     """
     check_choice("kind", kind, ERROR_KINDS)
     U, V, cov, queries = _gaussian_args(U, V, cov, queries)
@@ -310,7 +313,8 @@ def ess_ratio_expansion(queries, U, cov):
     """``E[ESS] / L = e^{-s} + beta / L + O(L^-2)`` for softmax weights over Gaussian tokens.
 
     ``s = a^T cov a``, ``a = U z``; ``beta = e^{3s} - 2 e^s + 1`` (second-order delta method on
-    ``(mean w)^2 / mean w^2`` for log-normal weights). queries (Q, D) -> ``(e^{-s}, beta)``, each (Q,).
+    ``(mean w)^2 / mean w^2`` for log-normal weights). queries (Q, D) -> ``(e^{-s}, beta)``, each (Q,);
+    overflow beyond the dtype's range as :func:`fixed_query_mse_expansion`.
     """
     U, _, cov, queries = _gaussian_args(U, U, cov, queries)
     a = queries @ U.mT

@@ -38,6 +38,7 @@ from ._checks import (
     check_real,
     check_same_dtype_device,
     check_sigma,
+    common_dim,
     validated_by,
 )
 from ._progress import progress
@@ -68,16 +69,23 @@ __all__ = [
 KINDS = ("softmax", "linear")
 
 
-def _reduced_args(A, b, Sigma=None, d=None):
-    """(A (d, d), b scalar, Sigma or None), checked with the shared validators."""
-    if Sigma is not None:
+_NO_SIGMA = object()  # _reduced_args without a covariance
+
+
+def _reduced_args(A, b, Sigma=_NO_SIGMA, *, d=None, names=("A", "b")):
+    """(A (d, d), b scalar, Sigma (d, d) positive definite, when given), checked with the shared
+    validators; ``names``: the caller's names of A and b (A0 and b0 for a start)."""
+    if Sigma is not _NO_SIGMA:
         Sigma = check_sigma(Sigma)
         d = Sigma.shape[0]
-    A, b = as_tensor_arg("A", A), as_tensor_arg("b", b)
-    check_matrix("A", A, d, d)
+    nA, nb = names
+    A, b = as_tensor_arg(nA, A), as_tensor_arg(nb, b)
+    check_matrix(nA, A, d, d)
     if b.dim() != 0:
-        raise ValueError(f"b must be a scalar (0-dimensional) tensor, got shape {tuple(b.shape)}")
-    check_same_dtype_device({"A": A, "b": b, "Sigma": Sigma})
+        raise ValueError(
+            f"{nb} must be a scalar (0-dimensional) tensor, got shape {tuple(b.shape)}"
+        )
+    check_same_dtype_device({nA: A, nb: b, "Sigma": None if Sigma is _NO_SIGMA else Sigma})
     return A, b, Sigma
 
 
@@ -259,10 +267,20 @@ def conditional_risk(A, b, x, x_query, *, kind="softmax", tau2=1.0, noise_var=0.
     """
     check_choice("kind", kind, KINDS)
     x, x_query = as_tensor_arg("x", x), as_tensor_arg("x_query", x_query)
-    if x.dim() != 3 or x.shape[1] == 0:
-        raise ValueError(f"x must have shape (B, L, d) with L >= 1, got {tuple(x.shape)}")
-    B, _, d = x.shape
-    check_matrix("x_query", x_query, B, d)
+    A = as_tensor_arg("A", A)
+    named = {"A": A, "x": x, "x_query": x_query}
+    d, agree = common_dim({k: v.shape[-1] if v.dim() else 0 for k, v in named.items()})
+    if x.dim() != 3 or x.shape[1] == 0 or x.shape[-1] != d:
+        raise ValueError(
+            f"x must have shape (B, L, d) with L >= 1 and d = {d} (that of {agree}), "
+            f"got {tuple(x.shape)}"
+        )
+    B = x.shape[0]
+    if x_query.shape != (B, d):
+        raise ValueError(
+            f"x_query must have shape (B, d) = ({B}, {d}) to match x {tuple(x.shape)}, "
+            f"got {tuple(x_query.shape)}"
+        )
     A, b, _ = _reduced_args(A, b, d=d)
     check_same_dtype_device({"x": x, "x_query": x_query, "A": A})
     tau2 = check_real("tau2", tau2, positive=True)
@@ -333,7 +351,7 @@ def finite_prompt_risk(
     total_sq = torch.zeros_like(total)
     sampler = None
     with torch.no_grad():
-        for done in progress(range(0, n_prompts, batch_size), work=n_prompts * L * d * len(As)):
+        for done in progress(range(0, n_prompts, batch_size), work=n_prompts * L * (d + 1)):
             n = min(batch_size, n_prompts - done)
             if sampler is None or sampler.batch_size != n:
                 sampler = PromptSampler._trusted(Sigma.to(dtype), L, n)
@@ -530,6 +548,8 @@ class Trajectory:
 
     def distance_to(self, A, b):
         """``sqrt(||A(t) - A||_F^2 + (b(t) - b)^2)`` at every recorded time, shape (n,)."""
+        A, b, _ = _reduced_args(A, b, d=self.A.shape[-1])
+        check_same_dtype_device({"A": A, "the trajectory": self.A})
         return torch.sqrt(((self.A - A) ** 2).sum((-1, -2)) + (self.b - b) ** 2)
 
 
@@ -582,7 +602,7 @@ def infinite_prompt_flow(
     """
     from scipy.integrate import solve_ivp
 
-    A0, b0, Sigma = _reduced_args(A0, b0, Sigma)
+    A0, b0, Sigma = _reduced_args(A0, b0, Sigma, names=("A0", "b0"))
     tau2 = check_real("tau2", tau2, positive=True)
     rtol, atol = check_real("rtol", rtol, positive=True), check_real("atol", atol, positive=True)
     check_choice("method", method, ODE_METHODS)

@@ -339,10 +339,15 @@ class GaussianMixtureMeasure(TokenMeasure):
         K, D = means.shape
         if covs.shape != (K, D, D):
             raise ValueError(
-                f"covs must have shape (K, D, D) = ({K}, {D}, {D}), got {tuple(covs.shape)}"
+                f"covs must have shape (K, D, D) = ({K}, {D}, {D}) to match means "
+                f"{tuple(means.shape)}, got {tuple(covs.shape)}"
             )
         if probs.shape != (K,):
-            raise ValueError(f"probs must have shape (K,) = ({K},), got {tuple(probs.shape)}")
+            raise ValueError(
+                f"probs must have shape (K,) = ({K},) to match means {tuple(means.shape)}, "
+                f"got {tuple(probs.shape)}"
+            )
+        check_psd("covs", covs)
         if bool((probs < 0).any()) or abs(float(probs.sum()) - 1.0) > 1e-12:
             raise ValueError(f"probs must be non-negative and sum to 1, got {probs.tolist()}")
         check_same_dtype_device({"means": means, "covs": covs, "probs": probs})
@@ -406,11 +411,16 @@ class LogNormalMeasure(TokenMeasure):
         return torch.exp(self.s * g) - math.exp(self.s**2 / 2)
 
 
-def _check_limit_args(queries, U, V, *, measure=None, mean=None, cov=None, min_dim=1):
+_NO_MEASURE = object()
+
+
+def _check_limit_args(queries, U, V, *, measure=_NO_MEASURE, mean=None, cov=None, min_dim=1):
     """queries (..., D), U (D, D), V (D_out, D) of one dtype and device, with D that of most of them and of
     the ``measure`` (whose MGF must be finite) or of ``mean`` and ``cov``: so one wrong argument is the
     one an error names."""
-    if measure is not None:
+    if measure is _NO_MEASURE:
+        measure = None
+    else:
         check_measure(measure, finite_mgf=True)
     queries = as_tensor_arg("queries", queries, min_dim=min_dim)
     U, V = as_tensor_arg("U", U), as_tensor_arg("V", V)

@@ -78,10 +78,10 @@ def _inputs(Sigma, L, n_prompts, generator, dtype, max_tokens):
 
 def _check_inputs(x, x_query, Sigma, kind, *, min_prompts=1):
     """Prompts' inputs x (n, L, d), n >= min_prompts, and queries x_query (n, d) for a checked Sigma
-    (d, d); x is scanned for NaN/inf only when a whole sample is kept (min_prompts > 1)."""
+    (d, d)."""
     check_choice("kind", kind, KINDS)
     d = Sigma.shape[0]
-    x = as_tensor_arg("x", x, finite=min_prompts > 1)
+    x = as_tensor_arg("x", x)
     x_query = as_tensor_arg("x_query", x_query)
     if x.dim() != 3 or x.shape[-1] != d or x.shape[0] < min_prompts:
         raise ValueError(
@@ -139,7 +139,7 @@ def risk_gap(A, b, Sigma, L, *, n_prompts, generator, kind="softmax", dtype=None
     As, bs = (t.detach().to(dtype=dtype, device=Sigma.device) for t in (As, b))
     parts, batches = [], _inputs(Sigma, L, n_prompts, generator, dtype, SCORES_PER_BATCH // K)
     with torch.no_grad():
-        for x, xq in progress(batches, work=n_prompts * L * Sigma.shape[0] * K):
+        for x, xq in progress(batches, work=n_prompts * (L + 1) * Sigma.shape[0]):
             u, v = gap_terms.kernel(As, x, xq, Sigma.to(dtype), kind=kind)
             parts.append((bs * bs * u - bs * v).double().cpu())
     return mean_and_stderr(torch.cat(parts))
@@ -178,8 +178,8 @@ class EmpiricalRisk:
         x, x_query = next(_inputs(Sigma, L, n_prompts, generator, dtype, n_prompts * (L + 1)))
         return cls.__new__(cls)._start(Sigma, Sigma.detach().to(dtype), x, x_query, kind)
 
-    def _check_point(self, A, b):
-        icl._reduced_args(A, b, d=self.Sigma.shape[0])
+    def _check_point(self, A, b, names=("A", "b")):
+        icl._reduced_args(A, b, d=self.Sigma.shape[0], names=names)
 
     @validated_by(_check_point)
     def gap(self, A, b):
@@ -234,7 +234,7 @@ class EmpiricalRisk:
             raise ValueError(
                 f"t_eval must be a non-empty increasing 1-D array of times >= 0, got {t_eval!r}"
             )
-        self._check_point(A0, b0)
+        self._check_point(A0, b0, names=("A0", "b0"))
         # a start where the risk cannot be evaluated fails here, not in the solver
         self._value(A0, b0)
 
