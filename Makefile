@@ -1,5 +1,6 @@
-# The two commands of the README: `make book` and `make test`. Each creates .venv and installs the
-# pinned environment when needed (again whenever requirements.txt or pyproject.toml changes).
+# The two commands of the README: `make book` and `make test`, and the inner loop `make check`. Each creates
+# .venv and installs the pinned environment when needed (again whenever requirements.txt or pyproject.toml
+# changes).
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -7,7 +8,9 @@ STAMP  := $(VENV)/.installed
 MODE   ?= default
 JOBS   ?= 2
 
-.PHONY: install vendor book test bench sync students handouts problem-sets slides paper-experiment clean
+LINTED := lib tools tests bench
+
+.PHONY: install vendor book check test bench sync students handouts problem-sets slides paper-experiment clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,6 +27,14 @@ vendor: $(STAMP)
 book: $(STAMP)
 	$(PY) tools/build_book.py --mode $(MODE) -j $(JOBS)
 	@echo "Site: $(CURDIR)/_build/stage/_build/html/index.html"
+
+## The inner loop, under a minute on two cores: ruff (format check and lint) over lib/, tools/, tests/ and
+## bench/, then the library's unit and property tests (the tests marked `unit` and not `slow`: no book
+## build, no browser, no notebook). Run it before every commit, and before `make test`.
+check: $(STAMP)
+	$(VENV)/bin/ruff format --check $(LINTED)
+	$(VENV)/bin/ruff check --no-fix $(LINTED)
+	OMP_NUM_THREADS=1 $(PY) -m pytest -m "unit and not slow" -q -p no:cacheprovider
 
 ## The gate: unit and property tests, notebook checks, every chapter executed in fast mode (with every exercise
 ## self-check tried on its solution and on a wrong answer) and in default mode (the published site, built

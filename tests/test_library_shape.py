@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.unit  # the library's unit tests: `make check` runs them
+
 ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "lib" / "softlin"
 BOOK = ROOT / "book"
@@ -49,8 +51,7 @@ def test_no_module_is_large():
     # page to show a function of it; none is over 700 lines as ruff formats it, the paper's experiment
     # (softlin.experiment) and the reader apparatus (softlin/book/) included.
     sizes = {
-        p.relative_to(LIB).as_posix(): len(p.read_text().splitlines())
-        for p in [*LIB.glob("*.py"), *LIB.glob("book/*.py")]
+        p.relative_to(LIB).as_posix(): len(p.read_text().splitlines()) for p in LIB.rglob("*.py")
     }
     assert max(sizes.values()) <= 700, {k: v for k, v in sizes.items() if v > 700}
 
@@ -70,6 +71,145 @@ def test_no_mathematics_module_imports_the_apparatus():
             if any(n == "softlin.book" or n.startswith("softlin.book.") for n in names):
                 found.append(f"{p.name}:{node.lineno}")
     assert not found, f"mathematics modules import softlin.book: {found}"
+
+
+# --------------------------------------------------------------------------------------------------
+# seams: no two modules import each other
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(roots: dict[Path, str]) -> dict[str, set[str]]:
+    """Module -> the modules it imports (anywhere in its code, inside functions too), over the .py
+    files under each root folder (mapped to its package prefix, "" for a folder on sys.path)."""
+    files = {}
+    for root, prefix in roots.items():
+        for p in root.rglob("*.py"):
+            name = _module_name(p, root)
+            files[".".join(filter(None, [prefix, name]))] = p
+    graph = {}
+    for name, p in files.items():
+        package = name if p.name == "__init__.py" else name.rpartition(".")[0]
+        edges = set()
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = (
+                    package.split(".")[: len(package.split(".")) - node.level + 1]
+                    if node.level
+                    else []
+                )
+                module = ".".join([*base, node.module] if node.module else base)
+                targets = [f"{module}.{a.name}" for a in node.names] + [module]
+            else:
+                continue
+            # the most specific module named (a name imported from a module is not a module)
+            edges |= {t for t in targets if t in files and t != name and t != package}
+        graph[name] = edges
+    return graph
+
+
+def two_way_imports(graph):
+    return sorted(
+        {tuple(sorted((a, b))) for a, bs in graph.items() for b in bs if a in graph.get(b, ())}
+    )
+
+
+def test_no_two_modules_import_each_other():
+    graph = import_graph({LIB.parent: "", BOOK / "_ext": ""})
+    assert graph["softlin.attention"] and graph["static_explorer"] == set(), graph
+    assert not two_way_imports(graph), two_way_imports(graph)
+
+
+def test_the_seam_guard_catches_a_planted_cycle(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from . import a\n")
+    (pkg / "a.py").write_text("from . import b\n")
+    (pkg / "b.py").write_text("def f():\n    from .a import g\n")
+    assert two_way_imports(import_graph({tmp_path: ""})) == [("pkg.a", "pkg.b")]
+
+
+# --------------------------------------------------------------------------------------------------
+# the code a page shows leads with its formula
+
+CHECK_CALL = re.compile(r"^(_?check\w*|as_tensor_arg|as_real_array|common_dim|_\w*_args)$")
+
+
+def check_lines(src: str) -> tuple[int, int]:
+    """(check lines, code lines) of a function's source: code lines are the non-blank lines that are not
+    comments; check lines those of raise and assert statements, of ifs that only raise, and of statements
+    that call a validator (check_*, as_tensor_arg, ...). A decorator line ``@validated_by(...)`` marks
+    the checks that run apart and is not one."""
+    tree, lines = ast.parse(src), src.splitlines()
+    code = {
+        k for k, line in enumerate(lines, 1) if line.strip() and not line.strip().startswith("#")
+    }
+
+    def validator_call(node):
+        return any(
+            isinstance(n, ast.Call) and CHECK_CALL.match(ast.unparse(n.func).rpartition(".")[2])
+            for n in ast.walk(node)
+        )
+
+    def is_check(stmt):
+        if isinstance(stmt, (ast.Raise, ast.Assert)):
+            return True
+        if isinstance(stmt, ast.If):
+            return all(is_check(s) for s in stmt.body + stmt.orelse)
+        return isinstance(stmt, (ast.Expr, ast.Assign)) and validator_call(stmt.value)
+
+    checks = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        for stmt in body if isinstance(body, list) and not isinstance(node, ast.Module) else []:
+            if is_check(stmt):
+                checks |= set(range(stmt.lineno, stmt.end_lineno + 1))
+    return len(checks & code), len(code)
+
+
+def shown_functions():
+    """(page:line, object) of every ``show_source(...)`` call of the book's pages, resolved with the
+    page's own softlin imports."""
+    shown = []
+    for md in CHAPTERS:
+        namespace, calls = {}, []
+        for start, body, _ in _code_cells(md):
+            src = "\n".join("" if b.lstrip().startswith(("%", "!")) else b for b in body)
+            for node in ast.walk(ast.parse(src)):
+                if isinstance(node, (ast.Import, ast.ImportFrom)) and "softlin" in ast.unparse(
+                    node
+                ):
+                    exec(ast.unparse(node), namespace)
+                if isinstance(node, ast.Call) and ast.unparse(node.func) == "show_source":
+                    calls.append((f"{md.relative_to(BOOK)}:{start + node.lineno}", node.args[0]))
+        shown += [(where, eval(ast.unparse(arg), namespace)) for where, arg in calls]
+    return shown
+
+
+SHOWN = shown_functions()
+
+
+@pytest.mark.parametrize("where, obj", SHOWN, ids=[w for w, _ in SHOWN])
+def test_shown_code_is_at_most_one_fifth_checks(where, obj):
+    from softlin.book.widgets import _shown_source
+
+    n_checks, n_lines = check_lines(_shown_source(obj))
+    assert n_checks <= 0.2 * n_lines, f"{where}: {n_checks} check lines of {n_lines}"
+
+
+def test_the_check_count_sees_inline_checks():
+    src = (
+        "def f(x, y):\n    x = as_tensor_arg('x', x)\n    if y < 0:\n        raise ValueError('y')\n"
+        "    check_real('y', y)\n    # the formula\n    return x * y\n"
+    )
+    assert check_lines(src) == (4, 6)
+    assert check_lines("@validated_by(_check)\ndef f(x):\n    return 2 * x\n") == (0, 3)
+    assert len(SHOWN) >= 10, SHOWN
 
 
 def test_every_chapter_assert_says_what_failed():

@@ -9,6 +9,8 @@ import pytest
 import softlin as sl
 import torch
 
+pytestmark = pytest.mark.unit  # the library's unit tests: `make check` runs them
+
 F64 = torch.float64
 
 

@@ -11,6 +11,8 @@ import softlin as sl
 import torch
 from softlin import montecarlo as mc
 
+pytestmark = pytest.mark.unit  # the library's unit tests: `make check` runs them
+
 F64 = torch.float64
 
 

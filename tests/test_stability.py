@@ -18,6 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as hst
 from softlin import icl
 
+pytestmark = pytest.mark.unit  # the library's unit tests: `make check` runs them
+
 F64 = torch.float64
 SIGMA = 0.5 * icl.kms_covariance(2, 0.5)  # the chapter's covariance
 SIGMA3 = icl.kms_covariance(3, 0.3)

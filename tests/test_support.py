@@ -9,6 +9,8 @@ import matplotlib.pyplot as plt
 import pytest
 from softlin.book import modes, plotting, widgets
 
+pytestmark = pytest.mark.unit  # the library's unit tests: `make check` runs them
+
 
 def test_book_style_pairs_each_colour_with_a_marker_and_a_line_style():
     plotting.use_book_style()
@@ -78,6 +80,7 @@ def test_committed_data_reads_the_book_folder_or_the_package_copy(tmp_path, monk
     (tmp_path / "data" / "paper_experiment.json").write_text('{"lengths": []}')
     assert committed_data("paper_experiment.json") == {"lengths": []}  # the book's folder first
     assert committed_data("absent.json") is None
-    for bad in ("data/paper_experiment.json", "paper_experiment.csv", 3):
-        with pytest.raises(ValueError, match="name"):
+    bad_names = (("data/paper_experiment.json", ValueError), ("x.csv", ValueError), (3, TypeError))
+    for bad, exc in bad_names:
+        with pytest.raises(exc, match="name"):
             committed_data(bad)

@@ -31,6 +31,8 @@ from ipywidgets import (
 from PIL import Image
 from softlin.book import widgets
 
+pytestmark = pytest.mark.unit  # the library's unit tests: `make check` runs them
+
 
 @pytest.fixture
 def static(monkeypatch):
@@ -90,6 +92,7 @@ def test_static_explorer_draws_every_state_once_in_c_order_and_shows_the_default
     assert plt.get_fignums() == []
 
 
+@pytest.mark.slow  # 3.5 s of CPU (every slider drawn): left to `make test`
 def test_slider_values_are_every_step_and_include_the_default(static):
     seen = {}
 
@@ -227,19 +230,19 @@ def test_in_check_mode_the_explorer_validates_and_draws_the_default_only(monkeyp
         widgets.explorer(lambda ax, L: None, L=IntSlider(value=1, min=1, max=100))
 
 
-def test_the_default_layout_is_kept_unless_a_state_needs_more_room():
+def test_the_default_layout_is_kept_unless_a_state_needs_more_room(static):
+    from static_explorer import _draw
+
     def plot(ax, label):
         ax.plot([0, 1], [0, 1])
         ax.set_ylabel(label)
 
-    rgb, position = widgets._draw(plot, {"label": "y"})
+    rgb, position = _draw(plot, {"label": "y"})
     assert rgb.shape == (360, 576, 3) and position is not None
-    frozen, _ = widgets._draw(plot, {"label": "y"}, position)
+    frozen, _ = _draw(plot, {"label": "y"}, position)
     assert np.array_equal(frozen, rgb)  # the same layout gives the same picture
     wide = "a label far too long " * 3
-    fitted, _ = widgets._draw(
-        plot, {"label": "\n".join([wide] * 4)}, position
-    )  # falls back to a layout
+    fitted, _ = _draw(plot, {"label": "\n".join([wide] * 4)}, position)  # falls back to a layout
     plt.close("all")
     assert fitted.shape == rgb.shape
 
@@ -247,7 +250,7 @@ def test_the_default_layout_is_kept_unless_a_state_needs_more_room():
         image = ax.imshow(np.eye(3))
         ax.figure.colorbar(image, ax=ax)
 
-    _, position = widgets._draw(with_colorbar, {})
+    _, position = _draw(with_colorbar, {})
     assert position is None  # two axes: every state is laid out by constrained layout
 
 

@@ -40,13 +40,13 @@ from multiprocessing import get_context
 from pathlib import Path
 
 import yaml
+from softlin.book.modes import MODES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import exercise_checks
 import fetch_vendor
 
 ROOT = Path(__file__).resolve().parents[1]
-MODES = ("fast", "default", "paper")
 VERSIONED = [
     "torch",
     "numpy",
@@ -215,6 +215,8 @@ def execute_one(
     os.environ.setdefault("OMP_NUM_THREADS", str(threads))
     os.environ.setdefault("MKL_NUM_THREADS", str(threads))
     os.environ.setdefault("SOFTLIN_STATIC_EXPLORERS", "1")  # the kernel inherits it
+    # no progress bars in a page (softlin._progress): the same output on every run
+    os.environ.setdefault("SOFTLIN_PROGRESS", "0")
     use_static_explorer()
     import jupytext
     import nbformat

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
+import os
 
+import numpy as np
 import torch
 
 
@@ -85,6 +88,15 @@ def check_matrix(name: str, x: torch.Tensor, rows: int | None, cols: int | None)
         raise ValueError(f"{name} must have shape {want}, got {tuple(x.shape)}")
 
 
+def common_dim(sizes: dict) -> tuple[int, str]:
+    """The size most of the arguments ``sizes`` (name -> size) agree on (ties: the first listed) and
+    their names ("U and V"): checked against it, one wrong argument is the one an error blames."""
+    values = list(sizes.values())
+    D = max(values, key=lambda v: (values.count(v), -values.index(v)))
+    agree = [n for n, v in sizes.items() if v == D]
+    return D, ", ".join(agree[:-1]) + " and " * (len(agree) > 1) + agree[-1]
+
+
 def check_same_leading(name: str, x: torch.Tensor, lead: tuple, ref_name: str) -> None:
     if tuple(x.shape[: len(lead)]) != tuple(lead) or x.dim() < len(lead):
         raise ValueError(
@@ -123,17 +135,35 @@ def check_weights(
         )
 
 
-def check_positive_int(name: str, value, *, allow_none: bool = False, minimum: int = 1) -> None:
+def check_positive_int(
+    name: str, value, *, allow_none: bool = False, minimum: int = 1
+) -> int | None:
+    """An integer (``int`` or a NumPy integer, not a bool) of at least ``minimum``, returned as an ``int``.
+    TypeError for another type (None, a string, a float such as 2.5 or 1e6), ValueError below ``minimum``."""
     if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        want = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        return None
+    want = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be {want}, got {value!r} ({type(value).__name__})")
+    if value < minimum:
         raise ValueError(f"{name} must be {want}, got {value!r}")
+    return int(value)
+
+
+def check_bool(name: str, value) -> bool:
+    """``True`` or ``False`` (a NumPy bool too); TypeError for anything else (None, a string, 0 or 1)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
+    return bool(value)
 
 
 def check_real(name: str, value, *, positive: bool = False, nonneg: bool = False) -> float:
     """A finite real number (not a bool), optionally positive or non-negative; returned as a float."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    try:
+        finite = not isinstance(value, bool) and math.isfinite(value)
+    except (TypeError, OverflowError):  # not a number, or an int beyond float
+        finite = False
+    if not finite or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a finite real number, got {value!r}")
     if positive and value <= 0:
         raise ValueError(f"{name} must be positive, got {value!r}")
@@ -143,8 +173,105 @@ def check_real(name: str, value, *, positive: bool = False, nonneg: bool = False
 
 
 def check_choice(name: str, value, choices: tuple) -> None:
+    if not isinstance(value, type(choices[0])):
+        raise TypeError(f"{name} must be one of {choices}, got {value!r} ({type(value).__name__})")
     if value not in choices:
         raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+
+
+def check_str(name: str, value) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, got {type(value).__name__}")
+    return value
+
+
+def check_callable(name: str, value) -> None:
+    if not callable(value):
+        raise TypeError(f"{name} must be callable (a function), got {type(value).__name__}")
+
+
+def as_real_array(name: str, x, *, min_dim: int = 0, finite: bool = True) -> np.ndarray:
+    """Real numbers (a number, a list, a NumPy array or a tensor) as a float64 array: TypeError for None,
+    strings, booleans, complex numbers and other objects, ValueError for NaN/inf entries (when ``finite``)
+    or fewer than ``min_dim`` dimensions."""
+    if isinstance(x, torch.Tensor):
+        if x.is_complex() or x.dtype == torch.bool:
+            raise TypeError(f"{name} must hold real numbers, got a tensor of dtype {x.dtype}")
+        arr = x.detach().cpu().double().numpy()
+    else:
+        try:
+            arr = None if isinstance(x, (str, bytes)) or x is None else np.asarray(x)
+        except (ValueError, TypeError):  # a ragged list
+            arr = None
+        if arr is None or arr.dtype.kind not in "iuf":
+            what = type(x).__name__ if arr is None else f"{type(x).__name__} of {arr.dtype}"
+            raise TypeError(
+                f"{name} must be real numbers (a number, list, array or tensor), got {what}"
+            )
+        arr = arr.astype(np.float64)
+    if arr.ndim < min_dim:
+        raise ValueError(f"{name} must have at least {min_dim} dimension(s), got shape {arr.shape}")
+    if finite and not np.all(np.isfinite(arr)):
+        n_nan, n_inf = int(np.isnan(arr).sum()), int(np.isinf(arr).sum())
+        raise ValueError(f"{name} must be finite, got {n_nan} NaN and {n_inf} inf entries")
+    return arr
+
+
+# --------------------------------------------------------------------------------------------------
+# sizes: memory a call would allocate, and draws a loop would make, checked before the work starts
+
+#: Most tokens one call draws (``L * n_prompts``): about three hours at 10^8 tokens a second. Beyond it a
+#: call stops at once and says so instead of running for days; split such a run into several calls.
+MAX_DRAWS = 10**12
+
+
+def memory_limit(device=None) -> int:
+    """Bytes of memory of the machine (CPU) or of the accelerator that holds ``device``."""
+    device = torch.device("cpu" if device is None else device)
+    if device.type == "cuda":
+        return int(torch.cuda.get_device_properties(device).total_memory)
+    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+
+
+def _bytes(n: float) -> str:
+    return f"{n / 1e9:.3g} GB" if n >= 1e8 else f"{n / 1e6:.3g} MB"
+
+
+def check_memory(names: str, n_bytes: float, *, device=None, what: str = "") -> None:
+    """ValueError when a call would allocate ``n_bytes`` (estimated from its sizes, before allocating)
+    beyond the memory of the machine; ``names`` says which arguments set the size (``"L = 10"``)."""
+    limit = memory_limit(device)
+    if n_bytes > limit:
+        raise ValueError(
+            f"{names}: {what or 'this call'} would need about {_bytes(n_bytes)} of memory, "
+            f"more than the {_bytes(limit)} of this machine"
+        )
+
+
+def check_draws(names: str, n_draws: float, *, what: str = "tokens") -> None:
+    """ValueError when a loop would draw more than :data:`MAX_DRAWS` tokens (``names`` as above)."""
+    if n_draws > MAX_DRAWS:
+        raise ValueError(
+            f"{names}: {n_draws:.3g} {what} to draw, more than the {MAX_DRAWS:.0e} one call draws "
+            "(about three hours at 10^8 a second); split the run into several calls"
+        )
+
+
+def check_dtype_device(dtype, device, *, optional_dtype: bool = False):
+    """A floating-point torch dtype (or None when ``optional_dtype``) and a device (a torch.device, a
+    string such as "cpu", or None: the default one); returned as ``(dtype, torch.device or None)``."""
+    if not (optional_dtype and dtype is None) and not (
+        isinstance(dtype, torch.dtype) and dtype.is_floating_point
+    ):
+        raise TypeError(
+            f"dtype must be a floating-point torch dtype such as torch.float64, got {dtype!r}"
+        )
+    try:
+        return dtype, None if device is None else torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise TypeError(
+            f"device must be a torch.device or a string such as 'cpu' or 'cuda', got {device!r}"
+        ) from exc
 
 
 def check_generator(generator, *, required: bool = False) -> None:
@@ -201,17 +328,3 @@ def check_sigma(Sigma, name: str = "Sigma") -> torch.Tensor:
             f"{name} must be positive definite (invertible), got smallest eigenvalue {lam_min:.3g}"
         )
     return Sigma
-
-
-def check_measure(measure, name: str = "measure", *, finite_mgf: bool = False):
-    """A softlin :class:`~softlin.measures.TokenMeasure`; with ``finite_mgf``, one whose MGF is finite."""
-    from .measures import TokenMeasure
-
-    if not isinstance(measure, TokenMeasure):
-        raise TypeError(f"{name} must be a softlin TokenMeasure, got {type(measure).__name__}")
-    if finite_mgf and not measure.has_finite_mgf:
-        raise ValueError(
-            f"{name} ({type(measure).__name__}) has no finite moment generating function away "
-            "from 0, so the tilted law and the infinite-prompt limit do not exist"
-        )
-    return measure

@@ -5,7 +5,8 @@ to rounding, gradients against autograd of the plain path); the book's pages sho
 ``bench/README.md`` explains the tuning and gives the measurements.
 
 - :func:`streaming_tilted_mean`: :func:`softlin.attention.tilted_mean` for prompts longer than a core's
-  cache, in one pass over memory, two if an exponential overflows (chosen by :func:`should_stream`).
+  cache, in one pass over memory (chosen by :func:`should_stream`; where it does not apply it returns
+  None and its caller takes the online softmax).
 """
 
 from __future__ import annotations
@@ -78,20 +79,15 @@ def _tracks_gradients(*tensors):
 
 
 def streaming_tilted_mean(tokens, a, weights, chunk_size):
-    """:func:`softlin.attention.tilted_mean` in one pass over memory (two on overflow): a chunk is read once
-    and reused from cache by its two small products (scores, then weighted sum). :func:`_one_shift_pass`
-    without gradients; under autograd or ``torch.func``, or when the first gives up, the online softmax
-    of :class:`softlin.attention.TiltedSums` (the one implementation of it). Inputs are trusted
-    (validated by the caller); ``chunk_size`` None means :func:`auto_chunk_size`."""
-    from .attention import _online_tilted_mean  # attention imports this module
-
-    if chunk_size is None:
-        chunk_size = auto_chunk_size(tokens, a.shape[-2])
-    if not _tracks_gradients(tokens, a, weights):
-        mean = _one_shift_pass(tokens, a, weights, chunk_size)
-        if mean is not None:
-            return mean
-    return _online_tilted_mean(tokens, a, weights, chunk_size)
+    """:func:`softlin.attention.tilted_mean` in one pass over memory: a chunk is read once and reused
+    from cache by its two small products (scores, then weighted sum), :func:`_one_shift_pass`. Returns
+    None where it does not apply: under autograd or ``torch.func`` (no backward pass is written here), or
+    when an exponential would overflow; the caller then takes the online softmax of
+    :class:`softlin.attention.TiltedSums` (the one implementation of it; this module imports nothing of
+    softlin). Inputs are trusted (validated by the caller); ``chunk_size``: tokens per chunk."""
+    if _tracks_gradients(tokens, a, weights):
+        return None
+    return _one_shift_pass(tokens, a, weights, chunk_size)
 
 
 def _one_shift_pass(tokens, a, weights, c):

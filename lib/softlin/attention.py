@@ -29,11 +29,14 @@ import torch
 from . import _fast
 from ._checks import (
     as_tensor_arg,
+    check_bool,
     check_matrix,
+    check_memory,
     check_positive_int,
     check_result_finite,
     check_same_dtype_device,
     check_weights,
+    common_dim,
     validated_by,
 )
 
@@ -49,11 +52,12 @@ __all__ = [
 ]
 
 
-def _check_tokens_tilt(tokens, a, weights, *, chunk=False, a_name="a"):
+def _check_tokens_tilt(tokens, a, weights, *, chunk=False, a_name="a", typed=False):
     """tokens (..., L, D) with L, D >= 1; a (..., Q, D) with the same leading dimensions; weights (..., L)
-    (all zero allowed for a ``chunk`` of a longer prompt)."""
-    tokens = as_tensor_arg("tokens", tokens, min_dim=2, finite=False)  # checked through the result
-    a = as_tensor_arg(a_name, a, min_dim=2)
+    (all zero allowed for a ``chunk`` of a longer prompt). ``typed``: tokens and a are checked tensors."""
+    if not typed:
+        tokens = as_tensor_arg("tokens", tokens, min_dim=2, finite=False)  # checked via the result
+        a = as_tensor_arg(a_name, a, min_dim=2)
     lead, (L, D) = tuple(tokens.shape[:-2]), tokens.shape[-2:]
     if L == 0 or D == 0:
         raise ValueError(
@@ -77,8 +81,20 @@ def _check_tokens_tilt(tokens, a, weights, *, chunk=False, a_name="a"):
     check_same_dtype_device({"tokens": tokens, a_name: a, "weights": weights})
 
 
+def _check_scores(tokens, n_queries, step, a_name="a"):
+    """The scores of ``step`` tokens for every direction (and their exponentials) fit in memory."""
+    n = tokens[..., :1, :1].numel() * n_queries * min(step, tokens.shape[-2])
+    check_memory(
+        f"tokens {tuple(tokens.shape)} and {a_name} ({n_queries} per prompt)",
+        3 * n * tokens.element_size(),
+        device=tokens.device,
+        what="their scores",
+    )
+
+
 def _check_tilt(tokens, a, *, weights=None):
     _check_tokens_tilt(tokens, a, weights)
+    _check_scores(tokens, a.shape[-2], tokens.shape[-2])
 
 
 @validated_by(_check_tilt)
@@ -128,23 +144,45 @@ def linear_mean(tokens, a, *, weights=None):
     return check_result_finite(coef @ tokens, "tokens", tokens)  # (..., Q, D)
 
 
-def _check_attention(tokens, queries, U, V=None, *, weights=None, chunk_size=None):
-    """As :func:`_check_tokens_tilt` for the queries, U (D, D) and V (D_out, D) of the same dtype, and a
-    positive ``chunk_size`` or None."""
-    check_positive_int("chunk_size", chunk_size, allow_none=True)
-    _check_tokens_tilt(tokens, queries, weights, a_name="queries")
-    U, D = as_tensor_arg("U", U), tokens.shape[-1]
+def _check_weights_args(tokens, queries, U, *, weights=None, V=None):
+    """As :func:`_check_tokens_tilt` for the queries, U (D, D) and V (D_out, D) (when given) of the same
+    dtype; the scores of every query fit in memory. D is that of most of them: one wrong argument is
+    the one an error names."""
+    tokens = as_tensor_arg("tokens", tokens, min_dim=2, finite=False)  # checked via the result
+    queries, U = as_tensor_arg("queries", queries, min_dim=2), as_tensor_arg("U", U)
+    named = {"tokens": tokens, "queries": queries, "U": U, "V": V}
+    D, agree = common_dim(
+        {k: x.shape[-1] if x.dim() else 0 for k, x in named.items() if x is not None}
+    )
+    if tokens.shape[-1] != D:
+        raise ValueError(
+            f"tokens must have last dimension D = {D} (that of {agree}), got shape "
+            f"{tuple(tokens.shape)}"
+        )
+    _check_tokens_tilt(tokens, queries, weights, a_name="queries", typed=True)
     if U.dim() != 2 or U.shape[0] != U.shape[1]:
         raise ValueError(
             f"U must be a square matrix of shape (D, D) = ({D}, {D}), got {tuple(U.shape)}"
         )
     check_matrix("U", U, D, D)
     if V is not None:
-        check_matrix("V", as_tensor_arg("V", V), None, D)
+        check_matrix("V", V, None, D)
     check_same_dtype_device({"tokens": tokens, "U": U, "V": V})
+    if V is None:
+        _check_scores(tokens, queries.shape[-2], tokens.shape[-2], "queries")
 
 
-@validated_by(_check_attention)
+def _check_attention(tokens, queries, U, V, *, weights=None, chunk_size=None):
+    """:func:`_check_weights_args` with a value matrix V and a positive ``chunk_size`` or None; the
+    scores of one chunk (a long prompt is streamed) fit in memory."""
+    check_positive_int("chunk_size", chunk_size, allow_none=True)
+    _check_weights_args(tokens, queries, U, weights=weights, V=as_tensor_arg("V", V))
+    Q = queries.shape[-2]
+    step = chunk_size or _fast.auto_chunk_size(tokens, Q) or tokens.shape[-2]
+    _check_scores(tokens, Q, step, "queries")
+
+
+@validated_by(_check_weights_args)
 def softmax_weights(tokens, queries, U, *, weights=None):
     """Softmax attention weights ``p_{q,i} ∝ w_i exp(z_i^T U z_q)`` of each query over the prompt.
 
@@ -201,7 +239,7 @@ def softmax_attention(tokens, queries, U, V, *, weights=None, chunk_size=None):
     """
     a = queries @ U.mT  # (..., Q, D): the tilt direction U z of each query
     if _fast.should_stream(tokens, a.shape[-2], chunk_size):  # a long prompt: cache-sized chunks
-        mean = _fast.streaming_tilted_mean(tokens, a, weights, chunk_size)
+        mean = _streaming_tilted_mean(tokens, a, weights, chunk_size)
     else:
         mean = tilted_mean.kernel(tokens, a, weights=weights)
     return check_result_finite(mean @ V.mT, "tokens", tokens)
@@ -264,7 +302,7 @@ class TiltedSums:
     """
 
     def __init__(self, a, *, second: bool = False):
-        self._start(as_tensor_arg("a", a, min_dim=2), second)
+        self._start(as_tensor_arg("a", a, min_dim=2), check_bool("second", second))
 
     def _start(self, a, second):
         self.a, self.second, self.n_tokens = a, bool(second), 0
@@ -330,18 +368,24 @@ def _run_tilted_sums(tokens, a, weights, step, *, second=False) -> TiltedSums:
     return sums
 
 
-def _online_tilted_mean(tokens, a, weights, step):
-    """:func:`tilted_mean` by the online softmax of :class:`TiltedSums`, chunks of ``step`` tokens.
-
-    Inputs trusted: the differentiable and overflow-safe path of ``softlin._fast.streaming_tilted_mean``.
-    """
-    sums = _run_tilted_sums(tokens, a, weights, step)
-    return sums.s1 / sums.s0.unsqueeze(-1)
+def _streaming_tilted_mean(tokens, a, weights, chunk_size):
+    """:func:`tilted_mean` over checked inputs in chunks (default: cache-sized): the one-pass kernel of
+    ``softlin._fast``, or where it does not apply (gradients tracked, an exponential that would
+    overflow) the online softmax of :class:`TiltedSums`, differentiable and overflow-safe."""
+    step = _fast.auto_chunk_size(tokens, a.shape[-2]) if chunk_size is None else chunk_size
+    mean = _fast.streaming_tilted_mean(tokens, a, weights, step)
+    if mean is None:
+        sums = _run_tilted_sums(tokens, a, weights, step)
+        mean = sums.s1 / sums.s0.unsqueeze(-1)
+    return mean
 
 
 def _check_moments(tokens, a, *, weights=None, second=False, chunk_size=None):
     check_positive_int("chunk_size", chunk_size, allow_none=True)
+    check_bool("second", second)
     _check_tokens_tilt(tokens, a, weights)
+    D = tokens.shape[-1]
+    _check_scores(tokens, a.shape[-2] * (1 + D * second), chunk_size or tokens.shape[-2])
 
 
 @validated_by(_check_moments)

@@ -26,17 +26,23 @@ import numpy as np
 import torch
 
 from ._checks import (
+    as_real_array,
     as_tensor_arg,
+    check_bool,
     check_choice,
+    check_draws,
     check_generator,
     check_matrix,
-    check_measure,
+    check_memory,
     check_positive_int,
     check_psd,
     check_same_dtype_device,
+    common_dim,
+    validated_by,
 )
+from ._progress import progress
 from .attention import TiltedSums
-from .measures import gauss_hermite_rule, gaussian_range_factor
+from .measures import _check_limit_args, gauss_hermite_rule, gaussian_range_factor
 
 __all__ = [
     "PromptErrors",
@@ -48,7 +54,8 @@ __all__ = [
     "sample_errors",
 ]
 
-KINDS = ("output", "grad_V", "grad_U")
+#: The errors :func:`sample_errors` measures: the output's and those of its V- and U-Jacobians.
+ERROR_KINDS = ("output", "grad_V", "grad_U")
 
 
 class PromptErrors(NamedTuple):
@@ -64,6 +71,35 @@ class PromptErrors(NamedTuple):
     ess: torch.Tensor
 
 
+def _check_sample_errors(
+    measure, queries, U, V, L, n_prompts, *, generator, jacobians=False, chunk_size=None
+):
+    """A token law with a finite MGF; queries (Q, D) or (n_prompts, Q, D), U (D, D), V (D_out, D) in its
+    dtype and device; positive sizes whose sums fit in memory and whose draws are not endless."""
+    L, n_prompts = check_positive_int("L", L), check_positive_int("n_prompts", n_prompts)
+    check_positive_int("chunk_size", chunk_size, allow_none=True)
+    check_generator(generator, required=True)
+    jacobians = check_bool("jacobians", jacobians)
+    _check_limit_args(queries, U, V, measure=measure)
+    D, Q = measure.dim, queries.shape[-2] if queries.dim() > 1 else 0
+    if queries.dim() not in (2, 3) or queries.shape[:-2] not in ((), (n_prompts,)):
+        raise ValueError(
+            f"queries must have shape (Q, {D}) or ({n_prompts}, Q, {D}), got {tuple(queries.shape)}"
+        )
+    sizes = f"L = {L}, n_prompts = {n_prompts}"
+    check_draws(sizes, L * n_prompts)
+    chunk = _chunk(L, n_prompts, Q, chunk_size)
+    per_prompt = Q * (D + 4 + 2 * jacobians * D * D) + chunk * (D + 2 * Q)  # sums, then one chunk
+    n_bytes = n_prompts * per_prompt * queries.element_size()
+    check_memory(sizes, n_bytes, device=queries.device, what="the sums of every prompt")
+
+
+def _chunk(L, n_prompts, Q, chunk_size):
+    """Tokens per prompt drawn at once: about 2^20 scores over all prompts unless ``chunk_size``."""
+    return min(L, chunk_size or max(1, 2**20 // (n_prompts * Q)))
+
+
+@validated_by(_check_sample_errors)
 def sample_errors(
     measure, queries, U, V, L, n_prompts, *, generator, jacobians=False, chunk_size=None
 ) -> PromptErrors:
@@ -71,7 +107,7 @@ def sample_errors(
 
     Tokens are drawn from ``generator`` chunk by chunk and consumed by :class:`TiltedSums` (memory
     O(n_prompts * Q * chunk), not O(L)); the limits are the measure's ``tilted_mean`` and
-    ``tilted_covariance`` (closed form for a Gaussian).
+    ``tilted_covariance`` (closed form for a Gaussian). A run of more than a few seconds shows progress.
 
     Parameters
     ----------
@@ -90,32 +126,17 @@ def sample_errors(
     Raises
     ------
     TypeError, ValueError
-        No finite MGF, wrong shapes, dtypes or devices, non-positive sizes, a missing generator.
+        No finite MGF, wrong shapes, dtypes or devices, non-positive sizes, a missing generator, sums
+        beyond the machine's memory, more than ``MAX_DRAWS`` tokens in all.
     """
-    check_measure(measure, finite_mgf=True)
-    for name, n in (("L", L), ("n_prompts", n_prompts)):
-        check_positive_int(name, n)
-    check_positive_int("chunk_size", chunk_size, allow_none=True)
-    check_generator(generator, required=True)
-    queries, U, V = (as_tensor_arg(k, x) for k, x in (("queries", queries), ("U", U), ("V", V)))
-    D = measure.dim
-    check_matrix("U", U, D, D)
-    check_matrix("V", V, None, D)
-    if (
-        queries.shape[-1:] != (D,)
-        or queries.dim() not in (2, 3)
-        or queries.shape[:-2] not in ((), (n_prompts,))
-    ):
-        raise ValueError(
-            f"queries must have shape (Q, {D}) or ({n_prompts}, Q, {D}), got {tuple(queries.shape)}"
-        )
-    ref = torch.empty(0, dtype=measure.dtype, device=measure.device)
-    check_same_dtype_device({"measure": ref, "queries": queries, "U": U, "V": V})
     z = queries.expand(n_prompts, *queries.shape[-2:])  # (P, Q, D)
     a = z @ U.mT  # (P, Q, D): the tilt U z of each query
-    chunk = min(L, chunk_size or max(1, 2**20 // (n_prompts * z.shape[1])))
-    sums = TiltedSums(a, second=jacobians)
-    for start in range(0, L, chunk):
+    sums, D, chunk = (
+        TiltedSums(a, second=jacobians),
+        z.shape[-1],
+        _chunk(L, *z.shape[:2], chunk_size),
+    )
+    for start in progress(range(0, L, chunk), work=n_prompts * L * D):
         c = min(chunk, L - start)
         sums.update(measure.sample(n_prompts * c, generator=generator).reshape(n_prompts, c, D))
     mom = sums.moments()
@@ -131,17 +152,21 @@ def sample_errors(
 # ---------------------------------------------------------------------------------------------------
 # Gaussian closed forms (delta method)
 # ---------------------------------------------------------------------------------------------------
-def _gaussian_args(U, V, cov, queries=None):
+def _gaussian_args(U, V, cov, queries=None, *, need_queries=True):
+    """U (D, D), V (D_out, D), cov (D, D) PSD and queries (Q, D) (unless not ``need_queries``), with D
+    that of most of them (one wrong argument is the one an error names)."""
     U, V, cov = as_tensor_arg("U", U), as_tensor_arg("V", V), as_tensor_arg("cov", cov)
-    D = cov.shape[-1] if cov.dim() else 0
+    named = {"cov": cov, "U": U, "V": V}
+    if need_queries:
+        named["queries"] = queries = as_tensor_arg("queries", queries)
+    D, _ = common_dim({k: x.shape[-1] if x.dim() else 0 for k, x in named.items()})
     check_matrix("cov", cov, D, D)
-    check_psd("cov", cov)
     check_matrix("U", U, D, D)
     check_matrix("V", V, None, D)
-    if queries is not None:
-        queries = as_tensor_arg("queries", queries)
+    if need_queries:
         check_matrix("queries", queries, None, D)
-    check_same_dtype_device({"cov": cov, "U": U, "V": V, "queries": queries})
+    check_same_dtype_device(named)
+    check_psd("cov", cov)
     return U, V, cov, queries
 
 
@@ -153,7 +178,9 @@ def fixed_query_mse_expansion(queries, U, V, cov):
     ``B = -2 e^{3s} (t + 4b) + 3 e^{2s} (t + 3b) - e^s (t + b)`` (from ``1 / (1 + eps)^2`` expanded around
     the normalised softmax denominator). Neither depends on ``m``; ``B < 0`` for ``s > 0``.
 
-    queries (Q, D), U (D, D), V (D_out, D), cov (D, D) PSD -> A, B : Tensor (Q,)
+    queries (Q, D), U (D, D), V (D_out, D), cov (D, D) PSD -> A, B : Tensor (Q,). A query whose
+    ``e^{3s}`` exceeds the dtype's range (``s > 236`` in float64: a far quadrature node) gets the IEEE
+    overflow (``inf``, or NaN where two such terms cancel) in that entry, as ``torch.exp`` does.
     """
     U, V, cov, queries = _gaussian_args(U, V, cov, queries)
     a = queries @ U.mT  # (Q, D)
@@ -235,9 +262,10 @@ def delta_method_expansion(queries, U, V, cov, kind="output"):
     :func:`fixed_query_mse_expansion`; for "grad_V", ``A = D_out e^s (tr cov + |cov a|^2)``; for "grad_U",
     ``A`` is a fourth moment of the tilted tokens times ``|z|^2``.
 
-    queries (Q, D), U (D, D), V (D_out, D), cov (D, D) PSD -> A, B : Tensor (Q,)
+    queries (Q, D), U (D, D), V (D_out, D), cov (D, D) PSD -> A, B : Tensor (Q,); overflow beyond the
+    dtype's range as :func:`fixed_query_mse_expansion`.
     """
-    check_choice("kind", kind, KINDS)
+    check_choice("kind", kind, ERROR_KINDS)
     U, V, cov, queries = _gaussian_args(U, V, cov, queries)
     A1, B = _expansion_terms(queries, U, cov, kind, _derivatives(kind, V, cov))
     a = queries @ U.mT
@@ -256,8 +284,8 @@ def query_averaged_expansion(U, V, cov, kind="output", query_cov=None):
     not O(1/L)), ``B_bar = nan`` once ``6 lambda_max(M) >= 1``. For d = 1, ``U = u``, ``V = cov = 1``,
     "output": ``C = (1 - 2u^2)^{-1/2} + u^2 (1 - 2u^2)^{-3/2}``.
     """
-    check_choice("kind", kind, KINDS)
-    U, V, cov, _ = _gaussian_args(U, V, cov)
+    check_choice("kind", kind, ERROR_KINDS)
+    U, V, cov, _ = _gaussian_args(U, V, cov, need_queries=False)
     if query_cov is None:
         S = torch.eye(cov.shape[0], dtype=cov.dtype, device=cov.device)
     else:
@@ -285,7 +313,8 @@ def ess_ratio_expansion(queries, U, cov):
     """``E[ESS] / L = e^{-s} + beta / L + O(L^-2)`` for softmax weights over Gaussian tokens.
 
     ``s = a^T cov a``, ``a = U z``; ``beta = e^{3s} - 2 e^s + 1`` (second-order delta method on
-    ``(mean w)^2 / mean w^2`` for log-normal weights). queries (Q, D) -> ``(e^{-s}, beta)``, each (Q,).
+    ``(mean w)^2 / mean w^2`` for log-normal weights). queries (Q, D) -> ``(e^{-s}, beta)``, each (Q,);
+    overflow beyond the dtype's range as :func:`fixed_query_mse_expansion`.
     """
     U, _, cov, queries = _gaussian_args(U, U, cov, queries)
     a = queries @ U.mT
@@ -300,5 +329,5 @@ def heuristic_rate_exponent(u):
     ``|z| = sqrt(ln L) / u``, where the ESS ``L e^{-u^2 z^2}`` reaches one, balances ``e^{(u^2 - 1/2) z^2}
     / L`` against the Gaussian tail ``e^{-z^2/2}`` (up to powers of ``ln L``).
     """
-    u = np.asarray(u, dtype=float)
+    u = as_real_array("u", u)
     return np.where(u**2 < 0.5, -1.0, -1.0 / (2 * np.maximum(u, 1e-300) ** 2))

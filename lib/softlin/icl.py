@@ -25,16 +25,23 @@ import numpy as np
 import torch
 
 from ._checks import (
+    as_real_array,
     as_tensor_arg,
+    check_bool,
     check_choice,
+    check_draws,
+    check_dtype_device,
     check_generator,
     check_matrix,
+    check_memory,
     check_positive_int,
     check_real,
     check_same_dtype_device,
     check_sigma,
+    common_dim,
     validated_by,
 )
+from ._progress import progress
 from .attention import TiltedSums, linear_mean, tilted_mean
 
 __all__ = [
@@ -60,19 +67,27 @@ __all__ = [
     "sample_prompts",  # data
 ]
 
+#: The two attention models of Section 5: softmax and (normalised) linear attention.
 KINDS = ("softmax", "linear")
 
 
-def _reduced_args(A, b, Sigma=None, d=None):
-    """(A (d, d), b scalar, Sigma or None), checked with the shared validators."""
-    if Sigma is not None:
+_NO_SIGMA = object()  # _reduced_args without a covariance
+
+
+def _reduced_args(A, b, Sigma=_NO_SIGMA, *, d=None, names=("A", "b")):
+    """(A (d, d), b scalar, Sigma (d, d) positive definite, when given), checked with the shared
+    validators; ``names``: the caller's names of A and b (A0 and b0 for a start)."""
+    if Sigma is not _NO_SIGMA:
         Sigma = check_sigma(Sigma)
         d = Sigma.shape[0]
-    A, b = as_tensor_arg("A", A), as_tensor_arg("b", b)
-    check_matrix("A", A, d, d)
+    nA, nb = names
+    A, b = as_tensor_arg(nA, A), as_tensor_arg(nb, b)
+    check_matrix(nA, A, d, d)
     if b.dim() != 0:
-        raise ValueError(f"b must be a scalar (0-dimensional) tensor, got shape {tuple(b.shape)}")
-    check_same_dtype_device({"A": A, "b": b, "Sigma": Sigma})
+        raise ValueError(
+            f"{nb} must be a scalar (0-dimensional) tensor, got shape {tuple(b.shape)}"
+        )
+    check_same_dtype_device({nA: A, nb: b, "Sigma": None if Sigma is _NO_SIGMA else Sigma})
     return A, b, Sigma
 
 
@@ -88,6 +103,8 @@ def kms_covariance(d, rho, *, dtype=torch.float64, device=None):
     rho = check_real("rho", rho)
     if not -1 < rho < 1:
         raise ValueError(f"rho must lie in (-1, 1) for a positive definite KMS matrix, got {rho}")
+    check_dtype_device(dtype, device)
+    check_memory(f"d = {d}", 3 * d * d * 8, device=device, what="a (d, d) matrix")
     i = torch.arange(d, device=device)
     return torch.tensor(rho, dtype=dtype, device=device) ** (i[:, None] - i[None, :]).abs().to(
         dtype
@@ -140,7 +157,22 @@ class PromptSampler:
         check_positive_int("batch_size", batch_size)
         self.tau2 = check_real("tau2", tau2, positive=True)
         self.noise_var = check_real("noise_var", noise_var, nonneg=True)
+        check_bool("released", released)
+        d = Sigma.shape[0]
+        n_bytes = batch_size * (2 * (d + 1) * (L + 1) + (d + 1) ** 2) * Sigma.element_size()
+        check_memory(
+            f"L = {L}, batch_size = {batch_size}", n_bytes, device=Sigma.device, what="the prompts"
+        )
+        self._build(Sigma, L, batch_size, self.tau2, self.noise_var, released)
+
+    @classmethod
+    def _trusted(cls, Sigma, L, batch_size, tau2=1.0, noise_var=0.0, released=False):
+        """A sampler from checked arguments (a caller that has validated them)."""
+        return cls.__new__(cls)._build(Sigma, L, batch_size, tau2, noise_var, released)
+
+    def _build(self, Sigma, L, batch_size, tau2, noise_var, released):
         self.Sigma, self.L, self.batch_size, self.released = Sigma, L, batch_size, bool(released)
+        self.tau2, self.noise_var = float(tau2), float(noise_var)
         d = self.d = Sigma.shape[0]
         kw = {"dtype": Sigma.dtype, "device": Sigma.device}
         C = torch.linalg.cholesky(Sigma)
@@ -155,6 +187,7 @@ class PromptSampler:
         self.prompts = RegressionPrompts(
             self._out[:, :, :L].mT, self._out[:, :, L:].mT, self._targets, self._tasks
         )
+        return self
 
     def sample(self, generator=None) -> RegressionPrompts:
         """Refill the buffers with a fresh batch and return it (views into the buffers)."""
@@ -236,10 +269,20 @@ def conditional_risk(A, b, x, x_query, *, kind="softmax", tau2=1.0, noise_var=0.
     """
     check_choice("kind", kind, KINDS)
     x, x_query = as_tensor_arg("x", x), as_tensor_arg("x_query", x_query)
-    if x.dim() != 3 or x.shape[1] == 0:
-        raise ValueError(f"x must have shape (B, L, d) with L >= 1, got {tuple(x.shape)}")
-    B, _, d = x.shape
-    check_matrix("x_query", x_query, B, d)
+    A = as_tensor_arg("A", A)
+    named = {"A": A, "x": x, "x_query": x_query}
+    d, agree = common_dim({k: v.shape[-1] if v.dim() else 0 for k, v in named.items()})
+    if x.dim() != 3 or x.shape[1] == 0 or x.shape[-1] != d:
+        raise ValueError(
+            f"x must have shape (B, L, d) with L >= 1 and d = {d} (that of {agree}), "
+            f"got {tuple(x.shape)}"
+        )
+    B = x.shape[0]
+    if x_query.shape != (B, d):
+        raise ValueError(
+            f"x_query must have shape (B, d) = ({B}, {d}) to match x {tuple(x.shape)}, "
+            f"got {tuple(x_query.shape)}"
+        )
     A, b, _ = _reduced_args(A, b, d=d)
     check_same_dtype_device({"x": x, "x_query": x_query, "A": A})
     tau2 = check_real("tau2", tau2, positive=True)
@@ -296,21 +339,28 @@ def finite_prompt_risk(
     check_generator(generator)
     tau2 = check_real("tau2", tau2, positive=True)
     noise_var = check_real("noise_var", noise_var, nonneg=True)
+    check_dtype_device(dtype, None, optional_dtype=True)
     dtype = Sigma.dtype if dtype is None else dtype
+    sizes, n = (
+        f"L = {L}, n_prompts = {n_prompts}, batch_size = {batch_size}",
+        min(batch_size, n_prompts),
+    )
+    check_draws(sizes, L * n_prompts, what="prompt tokens")
+    per_prompt = 2 * (d + 1) * (L + 1) + d + 3 * As.shape[0] * (L + d)  # tokens, then scores
+    check_memory(sizes, n * per_prompt * 8, device=Sigma.device, what="one batch of prompts")
     As, bs = (t.detach().to(dtype=dtype, device=Sigma.device) for t in (As, bs))
     total = torch.zeros(As.shape[0], dtype=torch.float64)
     total_sq = torch.zeros_like(total)
-    sampler, done = None, 0
+    sampler = None
     with torch.no_grad():
-        while done < n_prompts:
+        for done in progress(range(0, n_prompts, batch_size), work=n_prompts * L * (d + 1)):
             n = min(batch_size, n_prompts - done)
             if sampler is None or sampler.batch_size != n:
-                sampler = PromptSampler(Sigma.to(dtype), L, n)
+                sampler = PromptSampler._trusted(Sigma.to(dtype), L, n)
             p = sampler.sample(generator)
             r = _conditional_risk(As, bs, p.x, p.x_query, kind, tau2, noise_var).double().cpu()
             total += r.sum(0)
             total_sq += (r * r).sum(0)
-            done += n
     mean = total / n_prompts
     var = (total_sq / n_prompts - mean * mean).clamp(min=0.0) * n_prompts / (n_prompts - 1)
     se = torch.sqrt(var / n_prompts)
@@ -338,6 +388,12 @@ def linear_finite_prompt_risk(A, b, Sigma, L, *, tau2=1.0, noise_var=0.0):
     return 0.5 * (tau2 * (signal + torch.trace(Sigma)) + noise_var * noise)
 
 
+def _check_covariances(Sigma, *, released=False):
+    check_sigma(Sigma)
+    check_bool("released", released)
+
+
+@validated_by(_check_covariances)
 def input_covariances(Sigma, *, released=False):
     """The covariances of the prompt inputs and of the query input, ((d, d), (d, d)).
 
@@ -345,13 +401,20 @@ def input_covariances(Sigma, *, released=False):
     generator (:class:`PromptSampler`): ``(C C)(C C)^T`` with ``Sigma = C C^T`` for the prompt, ``I`` for
     the query.
     """
-    Sigma = check_sigma(Sigma)
     if not released:
         return Sigma, Sigma
     C = torch.linalg.cholesky(Sigma)
     return (C @ C) @ (C @ C).T, torch.eye(Sigma.shape[0], dtype=Sigma.dtype, device=Sigma.device)
 
 
+def _check_optimum(Sigma, L, *, tau2=1.0, noise_var=0.0, released=False):
+    _check_covariances(Sigma, released=released)
+    check_positive_int("L", L)
+    check_real("tau2", tau2, positive=True)
+    check_real("noise_var", noise_var, nonneg=True)
+
+
+@validated_by(_check_optimum)
 def linear_class_optimum(Sigma, L, *, tau2=1.0, noise_var=0.0, released=False):
     """The best single-layer linear attention at prompt length ``L``, and its mean squared error.
 
@@ -377,17 +440,14 @@ def linear_class_optimum(Sigma, L, *, tau2=1.0, noise_var=0.0, released=False):
     (Gamma* Tensor (d, d), mse float): the plain mean squared error (no 1/2, the experiment's loss),
     target noise included.
     """
-    check_positive_int("L", L)
-    tau2 = check_real("tau2", tau2, positive=True)
-    noise_var = check_real("noise_var", noise_var, nonneg=True)
-    S_p, S_q = input_covariances(Sigma, released=released)
+    S_p, S_q = input_covariances.kernel(Sigma, released=released)
     H = tau2 * ((1 + 1 / L) * S_p @ S_p + torch.trace(S_p) * S_p / L) + noise_var * S_p / L
     Gamma = tau2 * torch.linalg.solve(H, S_p)  # H^-1 S_p, times tau2
     mse = noise_var + tau2 * torch.trace(S_q) - tau2 * torch.trace(S_q @ S_p @ Gamma)
     return Gamma, float(mse)
 
 
-def risk_fluctuation_constant(A, b, Sigma, *, tau2=1.0, noise_var=0.0):
+def risk_fluctuation_constant(A, b, Sigma, *, tau2=1.0, noise_var=0.0, allow_infinite=False):
     """``lim L E 1/2 (y_hat_L - y_hat_inf)^2``: the delta-method constant, averaged over w and x_q.
 
     For a fixed task and query ``L E(y_hat_L - y_hat_inf)^2 -> exp(a^T Sigma a) b^2 (w^T Sigma w +
@@ -398,17 +458,28 @@ def risk_fluctuation_constant(A, b, Sigma, *, tau2=1.0, noise_var=0.0):
 
         C = 1/2 b^2 det(I - 2 M Sigma)^(-1/2) (tau2 tr Sigma + noise_var + tau2 tr(N S)),
 
-    finite if and only if ``Sigma^-1 - 2 M`` is positive definite (``math.inf`` otherwise). Where the
-    infinite-prompt prediction is exact (``b Sigma A = I``) it is ``lim L (R_L - R_inf)``.
+    finite if and only if ``Sigma^-1 - 2 M`` is positive definite. Otherwise the average over queries
+    diverges (the error decays more slowly than 1/L): a ValueError that says so, or ``math.inf`` with
+    ``allow_infinite=True`` (a sweep across the threshold). Where the infinite-prompt prediction is
+    exact (``b Sigma A = I``) it is ``lim L (R_L - R_inf)``.
     """
     A, b, Sigma = _reduced_args(A, b, Sigma)
     tau2 = check_real("tau2", tau2, positive=True)
     noise_var = check_real("noise_var", noise_var, nonneg=True)
+    check_bool("allow_infinite", allow_infinite)
     M = A.T @ Sigma @ A
     prec = torch.linalg.inv(Sigma) - 2 * M
     prec = 0.5 * (prec + prec.T)
-    if float(torch.linalg.eigvalsh(prec).min()) <= 0:
+    lam = float(torch.linalg.eigvalsh(prec).min())
+    if lam <= 0 and allow_infinite:
         return math.inf
+    if lam <= 0:
+        raise ValueError(
+            f"the fluctuation constant is infinite at this A (and b): Sigma^-1 - 2 A^T Sigma A has "
+            f"smallest eigenvalue {lam:.3g} <= 0, so the average of exp(x_q^T A^T Sigma A x_q) over "
+            "queries diverges and L (R_L - R_inf) grows without bound (the risk gap decays more slowly "
+            "than 1/L); pass allow_infinite=True to get math.inf"
+        )
     det = torch.linalg.det(torch.eye(A.shape[0], dtype=A.dtype, device=A.device) - 2 * M @ Sigma)
     NS = A.T @ Sigma @ Sigma @ A @ torch.linalg.inv(prec)
     inner = tau2 * torch.trace(Sigma) + noise_var + tau2 * torch.trace(NS)
@@ -553,6 +624,8 @@ class Trajectory:
 
     def distance_to(self, A, b):
         """``sqrt(||A(t) - A||_F^2 + (b(t) - b)^2)`` at every recorded time, shape (n,)."""
+        A, b, _ = _reduced_args(A, b, d=self.A.shape[-1])
+        check_same_dtype_device({"A": A, "the trajectory": self.A})
         return torch.sqrt(((self.A - A) ** 2).sum((-1, -2)) + (self.b - b) ** 2)
 
 
@@ -572,6 +645,10 @@ def balanced_initialisation(
     if rank > d:
         raise ValueError(f"rank must be at most d = {d}, got {rank}")
     check_generator(generator)
+    check_dtype_device(dtype, device)
+    check_memory(
+        f"d = {d}, rank = {rank}", 8 * d * (d + rank), device=device, what="(d, d) matrices"
+    )
     theta = torch.randn(d, rank, generator=generator, dtype=dtype, device=device)
     P = theta @ theta.T
     return alpha * P / torch.linalg.matrix_norm(P), torch.tensor(alpha, dtype=dtype, device=device)
@@ -582,6 +659,10 @@ def initialisation_bound(Sigma):
     d = 5, KMS 0.5); the flow converges for every ``alpha > 0`` (see chapter 5)."""
     Sigma = check_sigma(Sigma)
     return math.sqrt(2) / (Sigma.shape[0] ** 0.25 * float(torch.linalg.eigvalsh(Sigma).max()))
+
+
+#: The integrators of ``scipy.integrate.solve_ivp``.
+ODE_METHODS = ("RK45", "RK23", "DOP853", "Radau", "BDF", "LSODA")
 
 
 def infinite_prompt_flow(
@@ -597,9 +678,11 @@ def infinite_prompt_flow(
     """
     from scipy.integrate import solve_ivp
 
-    A0, b0, Sigma = _reduced_args(A0, b0, Sigma)
+    A0, b0, Sigma = _reduced_args(A0, b0, Sigma, names=("A0", "b0"))
     tau2 = check_real("tau2", tau2, positive=True)
-    t_eval = np.asarray(t_eval, dtype=np.float64)
+    rtol, atol = check_real("rtol", rtol, positive=True), check_real("atol", atol, positive=True)
+    check_choice("method", method, ODE_METHODS)
+    t_eval = as_real_array("t_eval", t_eval)
     if t_eval.ndim != 1 or t_eval.size == 0 or np.any(np.diff(t_eval) <= 0) or t_eval[0] < 0:
         raise ValueError(
             f"t_eval must be a non-empty increasing 1-D array of times >= 0, got {t_eval!r}"

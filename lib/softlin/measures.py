@@ -23,15 +23,18 @@ import torch
 
 from ._checks import (
     as_tensor_arg,
+    check_dtype_device,
     check_generator,
     check_matrix,
-    check_measure,
+    check_memory,
     check_positive_int,
     check_psd,
     check_real,
     check_same_dtype_device,
     check_weights,
+    common_dim,
     psd_tolerance,
+    validated_by,
 )
 
 __all__ = [
@@ -102,16 +105,32 @@ class TokenMeasure:
         return f"{type(self).__name__}(dim={self.dim})"
 
 
-def _check_sample(n, generator):
+def check_measure(measure, name: str = "measure", *, finite_mgf: bool = False):
+    """A softlin :class:`TokenMeasure`; with ``finite_mgf``, one whose MGF is finite (the validator of
+    every function that takes a token law; it lives here, beside the class it knows)."""
+    if not isinstance(measure, TokenMeasure):
+        raise TypeError(f"{name} must be a softlin TokenMeasure, got {type(measure).__name__}")
+    if finite_mgf and not measure.has_finite_mgf:
+        raise ValueError(
+            f"{name} ({type(measure).__name__}) has no finite moment generating function away "
+            "from 0, so the tilted law and the infinite-prompt limit do not exist"
+        )
+    return measure
+
+
+def _check_sample(measure, n, generator):
     check_positive_int("n", n)
     check_generator(generator)
+    size = torch.empty(0, dtype=measure.dtype).element_size()
+    what = f"{n} tokens of dimension {measure.dim}"
+    check_memory(f"n = {n}", 2 * n * measure.dim * size, device=measure.device, what=what)
 
 
 def _init_coordinates(measure, dim, dtype, device):
     """A law with i.i.d. coordinates is described by ``dim``, ``dtype`` and ``device`` (and its own
     parameters)."""
-    check_positive_int("dim", dim)
-    measure.dim, measure.dtype, measure.device = dim, dtype, torch.device(device)
+    measure.dim = check_positive_int("dim", dim)
+    measure.dtype, measure.device = check_dtype_device(dtype, device)
 
 
 def _infinite_log_mgf(self, a):
@@ -183,7 +202,7 @@ class GaussianMeasure(TokenMeasure):
         self._factor = evecs * evals.sqrt()
 
     def sample(self, n, *, generator=None):
-        _check_sample(n, generator)
+        _check_sample(self, n, generator)
         g = torch.randn(n, self.dim, generator=generator, dtype=self.dtype, device=self.device)
         return self.mean + g @ self._factor.mT
 
@@ -238,7 +257,7 @@ class EmpiricalMeasure(TokenMeasure):
         self._log_p = torch.log(weights / weights.sum())
 
     def sample(self, n, *, generator=None):
-        _check_sample(n, generator)
+        _check_sample(self, n, generator)
         idx = torch.multinomial(self._log_p.exp(), n, replacement=True, generator=generator)
         return self.atoms[idx]
 
@@ -257,7 +276,7 @@ class RademacherMeasure(TokenMeasure):
         _init_coordinates(self, dim, dtype, device)
 
     def sample(self, n, *, generator=None):
-        _check_sample(n, generator)
+        _check_sample(self, n, generator)
         bits = torch.randint(0, 2, (n, self.dim), generator=generator, device=self.device)
         return (2 * bits - 1).to(self.dtype)
 
@@ -285,7 +304,7 @@ class UniformMeasure(TokenMeasure):
         self.half_width = check_real("half_width", half_width, positive=True)
 
     def sample(self, n, *, generator=None):
-        _check_sample(n, generator)
+        _check_sample(self, n, generator)
         u = torch.rand(n, self.dim, generator=generator, dtype=self.dtype, device=self.device)
         return (2 * u - 1) * self.half_width
 
@@ -320,10 +339,15 @@ class GaussianMixtureMeasure(TokenMeasure):
         K, D = means.shape
         if covs.shape != (K, D, D):
             raise ValueError(
-                f"covs must have shape (K, D, D) = ({K}, {D}, {D}), got {tuple(covs.shape)}"
+                f"covs must have shape (K, D, D) = ({K}, {D}, {D}) to match means "
+                f"{tuple(means.shape)}, got {tuple(covs.shape)}"
             )
         if probs.shape != (K,):
-            raise ValueError(f"probs must have shape (K,) = ({K},), got {tuple(probs.shape)}")
+            raise ValueError(
+                f"probs must have shape (K,) = ({K},) to match means {tuple(means.shape)}, "
+                f"got {tuple(probs.shape)}"
+            )
+        check_psd("covs", covs)
         if bool((probs < 0).any()) or abs(float(probs.sum()) - 1.0) > 1e-12:
             raise ValueError(f"probs must be non-negative and sum to 1, got {probs.tolist()}")
         check_same_dtype_device({"means": means, "covs": covs, "probs": probs})
@@ -332,7 +356,7 @@ class GaussianMixtureMeasure(TokenMeasure):
         self.dim, self.dtype, self.device = D, means.dtype, means.device
 
     def sample(self, n, *, generator=None):
-        _check_sample(n, generator)
+        _check_sample(self, n, generator)
         comp = torch.multinomial(self.probs, n, replacement=True, generator=generator)  # (n,)
         g = torch.randn(n, self.dim, generator=generator, dtype=self.dtype, device=self.device)
         factors = torch.stack([c._factor for c in self.components])  # (K, D, D)
@@ -361,7 +385,7 @@ class StudentTMeasure(TokenMeasure):
     def sample(self, n, *, generator=None):
         from scipy.special import stdtrit
 
-        _check_sample(n, generator)
+        _check_sample(self, n, generator)
         u = torch.rand(n, self.dim, generator=generator, dtype=torch.float64)
         u = u.clamp(1e-300, 1 - 1e-16)  # rand is in [0, 1); the inverse CDF needs the open interval
         return torch.from_numpy(stdtrit(self.df, u.numpy())).to(self.dtype).to(self.device)
@@ -382,11 +406,49 @@ class LogNormalMeasure(TokenMeasure):
         self.s = check_real("s", s, positive=True)
 
     def sample(self, n, *, generator=None):
-        _check_sample(n, generator)
+        _check_sample(self, n, generator)
         g = torch.randn(n, self.dim, generator=generator, dtype=self.dtype, device=self.device)
         return torch.exp(self.s * g) - math.exp(self.s**2 / 2)
 
 
+_NO_MEASURE = object()
+
+
+def _check_limit_args(queries, U, V, *, measure=_NO_MEASURE, mean=None, cov=None, min_dim=1):
+    """queries (..., D), U (D, D), V (D_out, D) of one dtype and device, with D that of most of them and of
+    the ``measure`` (whose MGF must be finite) or of ``mean`` and ``cov``: so one wrong argument is the
+    one an error names."""
+    if measure is _NO_MEASURE:
+        measure = None
+    else:
+        check_measure(measure, finite_mgf=True)
+    queries = as_tensor_arg("queries", queries, min_dim=min_dim)
+    U, V = as_tensor_arg("U", U), as_tensor_arg("V", V)
+    sizes = {"queries": queries.shape[-1], "U": U.shape[-1] if U.dim() else 0}
+    sizes["V"] = V.shape[-1] if V.dim() else 0
+    if measure is not None:
+        sizes["the measure"] = measure.dim
+    else:
+        sizes.update(mean=mean.shape[-1], cov=cov.shape[-1])
+    D, agree = common_dim(sizes)
+    if queries.shape[-1] != D:
+        raise ValueError(
+            f"queries must have last dimension D = {D} (that of {agree}), got {tuple(queries.shape)}"
+        )
+    check_matrix("U", U, D, D)
+    check_matrix("V", V, None, D)
+    check_same_dtype_device({"queries": queries, "U": U, "V": V})
+    if measure is not None and queries.dtype != measure.dtype:
+        raise ValueError(
+            f"queries has dtype {queries.dtype} but the measure has dtype {measure.dtype}"
+        )
+
+
+def _check_attention_limit(measure, queries, U, V):
+    _check_limit_args(queries, U, V, measure=measure)
+
+
+@validated_by(_check_attention_limit)
 def attention_limit(measure: TokenMeasure, queries, U, V):
     """Infinite-prompt softmax attention ``T_{U,V}[mu](z) = V grad Lambda_mu(U z)`` (paper Section 2).
 
@@ -411,33 +473,10 @@ def attention_limit(measure: TokenMeasure, queries, U, V):
     TypeError, ValueError
         Non-tensor or mismatched inputs; a measure without a finite MGF.
     """
-    queries, U, V = _check_limit_args(queries, U, V, measure=measure)
     return measure.tilted_mean(queries @ U.mT) @ V.mT
 
 
-def _check_limit_args(queries, U, V, *, measure=None, min_dim=1):
-    """queries (..., D), U (D, D), V (D_out, D) of one dtype and device; with a ``measure``, D is its
-    dimension and its MGF must be finite."""
-    if measure is not None:
-        check_measure(measure, finite_mgf=True)
-    queries = as_tensor_arg("queries", queries, min_dim=min_dim)
-    U, V = as_tensor_arg("U", U), as_tensor_arg("V", V)
-    D = queries.shape[-1] if measure is None else measure.dim
-    if queries.shape[-1] != D:
-        raise ValueError(
-            f"queries must have last dimension D = {D} (the measure's dimension), "
-            f"got {tuple(queries.shape)}"
-        )
-    check_matrix("U", U, D, D)
-    check_matrix("V", V, None, D)
-    check_same_dtype_device({"queries": queries, "U": U, "V": V})
-    if measure is not None and queries.dtype != measure.dtype:
-        raise ValueError(
-            f"queries has dtype {queries.dtype} but the measure has dtype {measure.dtype}"
-        )
-    return queries, U, V
-
-
+@validated_by(_check_attention_limit)
 def linear_attention_limit(measure, queries, U, V):
     """Infinite-prompt normalised linear attention ``V E_mu[X X^T] U z`` (Section 2 of the paper).
 
@@ -447,12 +486,27 @@ def linear_attention_limit(measure, queries, U, V):
 
     Parameters and errors as :func:`attention_limit`; returns (..., Q, D_out).
     """
-    queries, U, V = _check_limit_args(queries, U, V, measure=measure)
     zero = torch.zeros(measure.dim, dtype=measure.dtype, device=measure.device)
     m, C = measure.tilted_mean(zero), measure.tilted_covariance(zero)
     return queries @ U.mT @ (C + torch.outer(m, m)) @ V.mT
 
 
+def _check_gaussian_limit(queries, U, V, mean, cov):
+    """queries (..., Q, D), U (D, D), V (D_out, D), mean (..., D) and cov (..., D, D) symmetric PSD."""
+    mean, cov = as_tensor_arg("mean", mean, min_dim=1), as_tensor_arg("cov", cov, min_dim=2)
+    _check_limit_args(queries, U, V, mean=mean, cov=cov, min_dim=2)
+    D, lead = queries.shape[-1], tuple(queries.shape[:-2])
+    for name, x, shape in (("mean", mean, lead + (D,)), ("cov", cov, lead + (D, D))):
+        if tuple(x.shape) != shape:
+            raise ValueError(
+                f"{name} must have shape {shape} to match queries {tuple(queries.shape)}, "
+                f"got {tuple(x.shape)}"
+            )
+    check_same_dtype_device({"queries": queries, "mean": mean, "cov": cov})
+    check_psd("cov", cov)
+
+
+@validated_by(_check_gaussian_limit)
 def gaussian_attention_limit(queries, U, V, mean, cov):
     """Infinite-prompt softmax attention for Gaussian tokens (Lemma 2.1): ``z -> V (mean + cov U z)``.
 
@@ -476,19 +530,6 @@ def gaussian_attention_limit(queries, U, V, mean, cov):
     TypeError, ValueError
         If shapes disagree, or cov is not symmetric PSD (the message names the argument).
     """
-    queries, U, V = _check_limit_args(queries, U, V, min_dim=2)
-    mean, cov = as_tensor_arg("mean", mean, min_dim=1), as_tensor_arg("cov", cov, min_dim=2)
-    D, lead = queries.shape[-1], tuple(queries.shape[:-2])
-    if tuple(mean.shape) != lead + (D,):
-        raise ValueError(
-            f"mean must have shape {lead + (D,)} to match queries, got {tuple(mean.shape)}"
-        )
-    if tuple(cov.shape) != lead + (D, D):
-        raise ValueError(
-            f"cov must have shape {lead + (D, D)} to match queries, got {tuple(cov.shape)}"
-        )
-    check_same_dtype_device({"queries": queries, "mean": mean, "cov": cov})
-    check_psd("cov", cov)
     tilted = mean.unsqueeze(-2) + queries @ U.mT @ cov.mT  # (..., Q, D): m + Gamma U z
     return tilted @ V.mT
 

@@ -15,7 +15,17 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ._checks import as_tensor_arg, check_generator, check_measure, check_positive_int
+from ._checks import (
+    as_real_array,
+    as_tensor_arg,
+    check_draws,
+    check_generator,
+    check_memory,
+    check_positive_int,
+    check_real,
+    check_str,
+)
+from .measures import check_measure
 
 __all__ = [
     "LimitFit",
@@ -45,17 +55,37 @@ def prompt_batches(measure, L: int, n_prompts: int, *, generator, max_tokens: in
     Raises
     ------
     TypeError, ValueError
-        Not a softlin measure, a missing or wrong generator, non-positive sizes.
+        At the call (not at the first batch): not a softlin measure, a missing or wrong generator,
+        non-positive sizes, a batch beyond the machine's memory, more than ``MAX_DRAWS`` tokens.
     """
     check_measure(measure)
-    check_positive_int("L", L)
-    check_positive_int("n_prompts", n_prompts)
-    check_positive_int("max_tokens", max_tokens)
+    for name, value in (("L", L), ("n_prompts", n_prompts), ("max_tokens", max_tokens)):
+        check_positive_int(name, value)
     check_generator(generator, required=True)
     per_batch = max(1, max_tokens // L)
+    sizes = f"L = {L}, n_prompts = {n_prompts}, max_tokens = {max_tokens}"
+    check_draws(sizes, L * n_prompts)
+    n_bytes = 2 * min(per_batch, n_prompts) * L * measure.dim * measure_itemsize(measure)
+    check_memory(sizes, n_bytes, device=measure.device, what="one batch of prompts")
+    return _batches(measure, L, n_prompts, per_batch, generator)
+
+
+def measure_itemsize(measure) -> int:
+    """Bytes per coordinate of the tokens ``measure`` draws."""
+    return torch.empty(0, dtype=measure.dtype).element_size()
+
+
+def _batches(measure, L, n_prompts, per_batch, generator):
     for start in range(0, n_prompts, per_batch):
         n = min(per_batch, n_prompts - start)
         yield measure.sample(n * L, generator=generator).reshape(n, L, measure.dim)
+
+
+def check_axis(dim, ndim):
+    """``dim`` indexes one of ``ndim`` dimensions (negative from the end)."""
+    check_positive_int("dim", dim, minimum=-ndim)
+    if dim >= ndim:
+        raise ValueError(f"dim must index one of the {ndim} dimension(s) of the samples, got {dim}")
 
 
 class MonteCarloEstimate(NamedTuple):
@@ -73,8 +103,8 @@ def _as_samples(name, x, dim):
     if isinstance(x, torch.Tensor):
         x = as_tensor_arg(name, x, min_dim=1).detach().double().cpu()
     else:
-        x = torch.as_tensor(np.asarray(x, dtype=np.float64))
-        as_tensor_arg(name, x, min_dim=1)
+        x = torch.as_tensor(as_real_array(name, x, min_dim=1))
+    check_axis(dim, x.dim())
     if x.shape[dim] < 2:
         raise ValueError(
             f"{name} must hold at least two samples along dim {dim} to estimate a standard "
@@ -122,7 +152,7 @@ class PowerLawFit(NamedTuple):
 
     def predict(self, L):
         """``prefactor * L ** slope`` (NumPy)."""
-        return self.prefactor * np.asarray(L, dtype=float) ** self.slope
+        return self.prefactor * as_real_array("L", L) ** self.slope
 
 
 def fit_power_law(L_values, values, stderr=None) -> PowerLawFit:
@@ -148,8 +178,7 @@ def fit_power_law(L_values, values, stderr=None) -> PowerLawFit:
     ValueError
         Mismatched or too short inputs, non-positive or non-finite values or errors.
     """
-    L = np.asarray(L_values, dtype=float)
-    v = np.asarray(values, dtype=float)
+    L, v = as_real_array("L_values", L_values), as_real_array("values", values)
     if L.ndim != 1 or v.shape != L.shape or L.size < 3:
         raise ValueError(
             f"L_values and values must be 1-D of equal length >= 3, got shapes {L.shape} "
@@ -166,7 +195,7 @@ def fit_power_law(L_values, values, stderr=None) -> PowerLawFit:
     if stderr is None:
         w = np.ones_like(y)
     else:
-        s = np.asarray(stderr, dtype=float)
+        s = as_real_array("stderr", stderr, finite=False)
         if s.shape != v.shape or not np.all(np.isfinite(s)) or np.any(s <= 0):
             raise ValueError(
                 f"stderr must be positive and finite with the shape of values {v.shape}, "
@@ -215,8 +244,24 @@ def _in_se(distance, se, word):
     return f" (measured: {distance / se:.3g} SE {word})" if se > 0 else ""
 
 
-def _numpy(x):
-    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else x
+def _claim(what, se, n_se, slack, **numbers):
+    """The numbers of a claim, checked: float64 arrays that broadcast together, no NaN (inf is a value
+    a claim can be about), ``se`` finite and non-negative; ``n_se``, ``slack`` non-negative floats."""
+    check_str("what", what)
+    arrays = [as_real_array(name, x, finite=False) for name, x in numbers.items()]
+    for name, a in zip(numbers, arrays):
+        if np.isnan(a).any():
+            raise ValueError(f"{name} must be a number, got {int(np.isnan(a).sum())} NaN entries")
+    se = as_real_array("se", se)
+    if (se < 0).any():
+        raise ValueError(f"se must be non-negative, got minimum {float(se.min()):.3g}")
+    try:
+        np.broadcast_shapes(se.shape, *(a.shape for a in arrays))
+    except ValueError as exc:
+        shapes = ", ".join(f"{k} {a.shape}" for k, a in zip([*numbers, "se"], [*arrays, se]))
+        raise ValueError(f"the numbers of a claim must broadcast together, got {shapes}") from exc
+    n_se, slack = check_real("n_se", n_se, nonneg=True), check_real("slack", slack, nonneg=True)
+    return (*arrays, se, n_se, slack)
 
 
 def _allowance(n_se, s, slack):
@@ -230,7 +275,7 @@ def check_close(value, ref, *, se=0.0, n_se=0.0, slack=0.0, what="value"):
 
     Prints e.g. ``slope -0.498 ± 0.006: within 4 SE of -0.5 (measured: 0.333 SE off)``.
     """
-    value, ref, se = (np.asarray(_numpy(x), dtype=np.float64) for x in (value, ref, se))
+    value, ref, se, n_se, slack = _claim(what, se, n_se, slack, value=value, ref=ref)
     allowed = n_se * se + slack
     (_, v, r, s, a), n = _worst(allowed - np.abs(value - ref), value, ref, se, allowed)
     passed = bool(np.all(np.abs(value - ref) <= allowed))
@@ -248,7 +293,7 @@ def check_close(value, ref, *, se=0.0, n_se=0.0, slack=0.0, what="value"):
 def check_below(value, bound, *, se=0.0, n_se=0.0, slack=0.0, what="value"):
     """Claim ``value + n_se * se < bound + slack``: below ``bound`` by at least ``n_se`` standard
     errors (up to ``slack``)."""
-    value, bound, se = (np.asarray(_numpy(x), dtype=np.float64) for x in (value, bound, se))
+    value, bound, se, n_se, slack = _claim(what, se, n_se, slack, value=value, bound=bound)
     (_, v, b, s), n = _worst(bound + slack - (value + n_se * se), value, bound, se)
     passed = bool(np.all(value + n_se * se < bound + slack))
     word = "below" if passed else "NOT below"
@@ -264,7 +309,7 @@ def check_below(value, bound, *, se=0.0, n_se=0.0, slack=0.0, what="value"):
 def check_above(value, bound, *, se=0.0, n_se=0.0, slack=0.0, what="value"):
     """Claim ``value - n_se * se > bound - slack``: above ``bound`` by at least ``n_se`` standard
     errors (up to ``slack``)."""
-    value, bound, se = (np.asarray(_numpy(x), dtype=np.float64) for x in (value, bound, se))
+    value, bound, se, n_se, slack = _claim(what, se, n_se, slack, value=value, bound=bound)
     (_, v, b, s), n = _worst((value - n_se * se) - (bound - slack), value, bound, se)
     passed = bool(np.all(value - n_se * se > bound - slack))
     word = "above" if passed else "NOT above"
@@ -280,7 +325,15 @@ def check_above(value, bound, *, se=0.0, n_se=0.0, slack=0.0, what="value"):
 def check_true(condition, *, what, detail=""):
     """Claim that ``condition`` holds (a statement that is not a comparison of numbers: a set of
     starts, an exact structure). ``what`` states the claim; ``detail`` is printed with it."""
-    passed = bool(np.all(np.asarray(_numpy(condition))))
+    check_str("what", what)
+    check_str("detail", detail)
+    if isinstance(condition, torch.Tensor):
+        condition = condition.detach().cpu().numpy()
+    if condition is None or np.asarray(condition).dtype != np.bool_:
+        raise TypeError(
+            f"condition must be True or False (or an array of them), got {type(condition).__name__}"
+        )
+    passed = bool(np.all(condition))
     text = ("holds" if passed else "does NOT hold") + (f": {detail}" if detail else "")
     _verdict(passed, what, text, 1)
 

@@ -13,15 +13,21 @@ import torch
 
 from . import icl
 from ._checks import (
+    as_real_array,
     as_tensor_arg,
     check_choice,
+    check_draws,
+    check_dtype_device,
     check_generator,
     check_matrix,
+    check_memory,
     check_positive_int,
+    check_real,
     check_same_dtype_device,
     check_sigma,
     validated_by,
 )
+from ._progress import progress
 from .attention import linear_mean, tilted_mean
 from .measures import GaussianMeasure
 from .montecarlo import mean_and_stderr, prompt_batches
@@ -35,7 +41,7 @@ __all__ = [
     "trajectory_distance",
 ]
 
-KINDS = ("softmax", "linear")
+KINDS = icl.KINDS
 SCORES_PER_BATCH = 2**22  # (prompt, token, matrix) scores held at once when prompts are drawn
 
 
@@ -43,6 +49,22 @@ def _check_A(A, d):  # A (d, d), or a batch (K, d, d) of matrices on the same pr
     A = as_tensor_arg("A", A)
     check_matrix("A[k]", A[0], d, d) if A.dim() == 3 and len(A) else check_matrix("A", A, d, d)
     return A
+
+
+def _check_draw(Sigma, L, n_prompts, generator, kind, dtype, *, K=1, at_once=False):
+    """Sizes of a sample of prompts: ``n_prompts >= 2`` prompts of ``L`` inputs, drawn in batches of
+    about ``SCORES_PER_BATCH / K`` tokens (or ``at_once``), within the machine's memory and the draws a
+    call makes."""
+    check_positive_int("L", L)
+    check_positive_int("n_prompts", n_prompts, minimum=2)
+    check_generator(generator, required=True)
+    check_choice("kind", kind, KINDS)
+    check_dtype_device(dtype, None, optional_dtype=True)
+    sizes, d = f"L = {L}, n_prompts = {n_prompts}", Sigma.shape[0]
+    check_draws(sizes, (L + 1) * n_prompts, what="prompt tokens")
+    per_batch = n_prompts if at_once else max(1, SCORES_PER_BATCH // K // (L + 1))
+    n_bytes = 8 * (min(per_batch, n_prompts) * (L + 1) * (2 * d + 3 * K) + 4 * n_prompts * K)
+    check_memory(sizes, n_bytes, device=Sigma.device, what="the prompts")
 
 
 def _inputs(Sigma, L, n_prompts, generator, dtype, max_tokens):
@@ -56,10 +78,10 @@ def _inputs(Sigma, L, n_prompts, generator, dtype, max_tokens):
 
 def _check_inputs(x, x_query, Sigma, kind, *, min_prompts=1):
     """Prompts' inputs x (n, L, d), n >= min_prompts, and queries x_query (n, d) for a checked Sigma
-    (d, d); x is scanned for NaN/inf only when a whole sample is kept (min_prompts > 1)."""
+    (d, d)."""
     check_choice("kind", kind, KINDS)
     d = Sigma.shape[0]
-    x = as_tensor_arg("x", x, finite=min_prompts > 1)
+    x = as_tensor_arg("x", x)
     x_query = as_tensor_arg("x_query", x_query)
     if x.dim() != 3 or x.shape[-1] != d or x.shape[0] < min_prompts:
         raise ValueError(
@@ -111,16 +133,13 @@ def risk_gap(A, b, Sigma, L, *, n_prompts, generator, kind="softmax", dtype=None
             f"b must have shape {tuple(As.shape[:-2])} for A of shape {tuple(As.shape)}, "
             f"got {tuple(b.shape)}"
         )
-    check_positive_int("L", L)
-    check_positive_int("n_prompts", n_prompts, minimum=2)
-    check_generator(generator, required=True)
-    check_choice("kind", kind, KINDS)
+    K = As.shape[0] if As.dim() == 3 else 1
+    _check_draw(Sigma, L, n_prompts, generator, kind, dtype, K=K)
     dtype = Sigma.dtype if dtype is None else dtype
     As, bs = (t.detach().to(dtype=dtype, device=Sigma.device) for t in (As, b))
-    K = As.shape[0] if As.dim() == 3 else 1
-    parts = []
+    parts, batches = [], _inputs(Sigma, L, n_prompts, generator, dtype, SCORES_PER_BATCH // K)
     with torch.no_grad():
-        for x, xq in _inputs(Sigma, L, n_prompts, generator, dtype, SCORES_PER_BATCH // K):
+        for x, xq in progress(batches, work=n_prompts * (L + 1) * Sigma.shape[0]):
             u, v = gap_terms.kernel(As, x, xq, Sigma.to(dtype), kind=kind)
             parts.append((bs * bs * u - bs * v).double().cpu())
     return mean_and_stderr(torch.cat(parts))
@@ -154,16 +173,13 @@ class EmpiricalRisk:
     def draw(cls, Sigma, L, n_prompts, *, generator, kind="softmax", dtype=None):
         """The risk on ``n_prompts`` prompts of length ``L`` drawn from ``generator`` in ``dtype``."""
         Sigma = check_sigma(Sigma)
-        check_positive_int("L", L)
-        check_positive_int("n_prompts", n_prompts, minimum=2)
-        check_generator(generator, required=True)
-        check_choice("kind", kind, KINDS)
+        _check_draw(Sigma, L, n_prompts, generator, kind, dtype, at_once=True)
         dtype = Sigma.dtype if dtype is None else dtype
         x, x_query = next(_inputs(Sigma, L, n_prompts, generator, dtype, n_prompts * (L + 1)))
         return cls.__new__(cls)._start(Sigma, Sigma.detach().to(dtype), x, x_query, kind)
 
-    def _check_point(self, A, b):
-        icl._reduced_args(A, b, d=self.Sigma.shape[0])
+    def _check_point(self, A, b, names=("A", "b")):
+        icl._reduced_args(A, b, d=self.Sigma.shape[0], names=names)
 
     @validated_by(_check_point)
     def gap(self, A, b):
@@ -208,12 +224,17 @@ class EmpiricalRisk:
         """
         from scipy.integrate import solve_ivp
 
-        d, t_eval = self.Sigma.shape[0], np.asarray(t_eval, dtype=np.float64)
+        d, t_eval = self.Sigma.shape[0], as_real_array("t_eval", t_eval)
+        rtol, atol = (
+            check_real("rtol", rtol, positive=True),
+            check_real("atol", atol, positive=True),
+        )
+        check_choice("method", method, icl.ODE_METHODS)
         if t_eval.ndim != 1 or t_eval.size == 0 or np.any(np.diff(t_eval) <= 0) or t_eval[0] < 0:
             raise ValueError(
                 f"t_eval must be a non-empty increasing 1-D array of times >= 0, got {t_eval!r}"
             )
-        self._check_point(A0, b0)
+        self._check_point(A0, b0, names=("A0", "b0"))
         # a start where the risk cannot be evaluated fails here, not in the solver
         self._value(A0, b0)
 
@@ -270,12 +291,18 @@ def gronwall_envelope(t, g, rate):
     - 1) / r``; constant ``g``, ``rate = beta`` give ``g (e^{beta t} - 1) / beta <= g t e^{beta t}``.
     ``t`` increasing 1-D; ``g >= 0`` and ``rate``: floats or arrays like ``t``. Returns an array like ``t``.
     """
-    t = np.asarray(t, dtype=np.float64)
+    t = as_real_array("t", t)
     if t.ndim != 1 or t.size == 0 or np.any(np.diff(t) <= 0):
         raise ValueError(f"t must be a non-empty increasing 1-D array, got {t!r}")
-    g, rate = (np.broadcast_to(np.asarray(c, dtype=np.float64), t.shape) for c in (g, rate))
-    if np.any(g < 0) or not np.all(np.isfinite(g)) or not np.all(np.isfinite(rate)):
-        raise ValueError("g must be finite and non-negative and rate finite")
+    g, rate = as_real_array("g", g), as_real_array("rate", rate)
+    try:
+        g, rate = np.broadcast_to(g, t.shape), np.broadcast_to(rate, t.shape)
+    except ValueError as exc:
+        raise ValueError(
+            f"g {g.shape} and rate {rate.shape} must be numbers or arrays like t {t.shape}"
+        ) from exc
+    if np.any(g < 0):
+        raise ValueError(f"g must be non-negative, got minimum {float(g.min()):.3g}")
     E = np.zeros_like(t)
     for k in range(t.size - 1):
         h, gk, rk = t[k + 1] - t[k], max(g[k], g[k + 1]), max(rate[k], rate[k + 1])

@@ -4,7 +4,7 @@ shows it, so a reader sees exactly what was run."""
 
 from __future__ import annotations
 
-import torch
+from .._checks import check_bool, check_choice
 
 __all__ = ["check_device", "select_sizes"]
 
@@ -22,8 +22,12 @@ def select_sizes(table: dict, mode: str, *, show: bool = True) -> dict:
     ------
     ValueError if ``mode`` is not one of ``fast``, ``default``, ``paper`` or the modes list different keys.
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    check_choice("mode", mode, MODES)
+    check_bool("show", show)
+    if not isinstance(table, dict) or not all(isinstance(t, dict) for t in table.values()):
+        raise TypeError(
+            f"table must be a dict of dicts (mode -> sizes), got {type(table).__name__}"
+        )
     if set(table) != set(MODES):
         raise ValueError(f"table must have exactly the keys {MODES}, got {sorted(table)}")
     keys = list(table["default"])
@@ -66,12 +70,20 @@ def _show(table, mode, keys):
     print(md)
 
 
-def check_device(device: str) -> torch.device:
+def check_device(device: str):
     """``torch.device(device)``, falling back to the CPU with a message when CUDA is asked for but absent."""
     if not isinstance(device, str):
         raise TypeError(
             f"device must be a string such as 'cpu' or 'cuda', got {type(device).__name__}"
         )
+    import torch
+
+    try:
+        torch.device(device)
+    except RuntimeError as exc:
+        raise ValueError(
+            f"device must name a torch device such as 'cpu' or 'cuda', got {device!r}"
+        ) from exc
     if device.startswith("cuda") and not torch.cuda.is_available():
         print(f"device={device!r} was asked for but CUDA is not available: running on the CPU.")
         return torch.device("cpu")

@@ -8,6 +8,8 @@ import itertools
 import matplotlib as mpl
 from cycler import cycler
 
+from .._checks import check_memory, check_positive_int
+
 __all__ = ["OKABE_ITO", "series_styles", "use_book_style"]
 
 #: The Okabe-Ito palette (Okabe & Ito 2008), safe for the common colour-vision deficiencies.
@@ -48,5 +50,7 @@ def use_book_style() -> None:
 
 def series_styles(n: int) -> list[dict]:
     """``n`` keyword dicts (color, marker, linestyle) for ``ax.plot``, distinguishable without colour."""
+    check_positive_int("n", n, minimum=0)
+    check_memory(f"n = {n}", 1000 * n, what="a list of n styles")
     cyc = itertools.cycle(zip(OKABE_ITO, MARKERS, LINESTYLES))
     return [dict(color=c, marker=m, linestyle=ls) for c, m, ls in itertools.islice(cyc, n)]

@@ -17,13 +17,13 @@ import os
 
 import matplotlib.pyplot as plt
 
+from .._checks import check_bool, check_callable, check_positive_int, check_real, check_str
+
 __all__ = ["answer_check", "explorer", "make_check", "show_source", "small_multiples"]
 
 #: Set (to anything but "" or "0") in a kernel's environment, it makes :func:`explorer` precompute its
 #: pictures for the static site; "check" validates the controls and draws the default picture only.
 STATIC_ENV = "SOFTLIN_STATIC_EXPLORERS"
-#: The most pictures one explorer precomputes: about 1 MB of page per 60 pictures of 576 x 360 pixels.
-FRAME_LIMIT = 60
 FIGSIZE, DPI = (6.4, 4.0), 90  # inches, dots per inch: 576 x 360 pixels, live and precomputed alike
 
 
@@ -46,14 +46,13 @@ def explorer(plot, **controls):
     ------
     TypeError if ``plot`` is not callable, or (static) a control has no finite set of values (a text box);
     ValueError if no control is given or an abbreviation is invalid; (static) if the controls have more
-    than ``FRAME_LIMIT`` (60) combinations, a default value is not one of its slider's steps, or ``plot``
+    than the static builder's limit of 60 combinations, a default value is not one of its slider's steps, or ``plot``
     draws two different pictures for the same parameters.
     """
     import ipywidgets as widgets
     from IPython.display import display
 
-    if not callable(plot):
-        raise TypeError(f"plot must be callable, got {type(plot).__name__}")
+    check_callable("plot", plot)
     if not controls:
         raise ValueError("explorer needs at least one slider (keyword argument), got none")
     live, fixed_values = {}, {}
@@ -66,13 +65,16 @@ def explorer(plot, **controls):
         else:
             w.description = w.description or name
             live[name] = w
-    if os.environ.get(STATIC_ENV, "") not in ("", "0"):
-        html = _static_builder()(plot, live, fixed_values)
+    mode = os.environ.get(STATIC_ENV, "")
+    if mode not in ("", "0"):
+        html = _static_builder()(
+            plot, live, fixed_values, figsize=FIGSIZE, dpi=DPI, check_only=mode == "check"
+        )
         display(html)
         return html
 
     def render() -> bytes:
-        return _png(_draw(plot, {**fixed_values, **{k: w.value for k, w in live.items()}})[0])
+        return _render(plot, {**fixed_values, **{k: w.value for k, w in live.items()}})
 
     image = widgets.Image(value=render(), format="png", layout=widgets.Layout(max_width="576px"))
     for w in live.values():
@@ -84,7 +86,8 @@ def explorer(plot, **controls):
 
 def _static_builder():
     """The static-frame builder of the site (``book/_ext/static_explorer.py``, found on the kernel's
-    ``PYTHONPATH``, which ``tools/build_book.py`` sets): only a site build needs it, Colab never does."""
+    ``PYTHONPATH``, which ``tools/build_book.py`` sets): only a site build needs it, Colab never does.
+    It owns its drawing helpers and imports nothing from softlin: this module hands it the figure size."""
     try:
         from static_explorer import static_explorer
     except ImportError as exc:
@@ -95,49 +98,19 @@ def _static_builder():
     return static_explorer
 
 
-def _draw(plot, params, position=None):
-    """``plot(ax, **params)`` on a fresh white figure -> (RGB pixels (H, W, 3), axes position or None).
-
-    With ``position`` (figure fractions) the axes are placed there, about twice as fast as constrained
-    layout; if the plot then adds axes or reaches outside the figure, it is drawn again with constrained
-    layout. The position returned is the axes' own when the figure holds one axes, else None."""
-    import numpy as np
-
-    if position is None:
-        fig, ax = plt.subplots(figsize=FIGSIZE, dpi=DPI, layout="constrained", facecolor="white")
-    else:
-        fig = plt.figure(figsize=FIGSIZE, dpi=DPI, facecolor="white")
-        ax = fig.add_axes(position)
-    try:
-        plot(ax, **params)
-        fig.canvas.draw()
-        if position is not None and len(fig.axes) > 1:
-            return _draw(plot, params)
-        if position is not None:
-            box = ax.get_tightbbox(fig.canvas.get_renderer())  # labels, ticks, title, legend
-            if min(box.x0, box.y0) < 0 or box.x1 > fig.bbox.width or box.y1 > fig.bbox.height:
-                return _draw(plot, params)
-        rgb = np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
-        return rgb, ax.get_position().bounds if len(fig.axes) == 1 else None
-    finally:
-        plt.close(fig)  # not shown by the inline backend: the explorer shows it
-
-
-def _png(rgb, colours: int | None = None) -> bytes:
-    """PNG bytes of an RGB array; ``colours`` quantises to a palette (about 3x smaller for line art) and
-    compresses harder (the static site's frames: about 7 % smaller than at the live redraw's level 6)."""
+def _render(plot, params) -> bytes:
+    """PNG bytes of ``plot(ax, **params)`` on a fresh white figure (``FIGSIZE`` at ``DPI``, constrained
+    layout): the live explorer's picture."""
     import io
 
-    from PIL import Image
-
-    img = Image.fromarray(rgb)
-    if colours:
-        img = img.quantize(
-            colors=colours, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE
-        )
-    buf = io.BytesIO()
-    img.save(buf, format="png", compress_level=9 if colours else 6)
-    return buf.getvalue()
+    fig, ax = plt.subplots(figsize=FIGSIZE, dpi=DPI, layout="constrained", facecolor="white")
+    try:
+        plot(ax, **params)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=DPI, facecolor="white")
+        return buf.getvalue()
+    finally:
+        plt.close(fig)  # not shown by the inline backend: the explorer shows it
 
 
 def small_multiples(
@@ -148,12 +121,21 @@ def small_multiples(
 
     Returns the matplotlib Figure. Raises ValueError for an empty grid, TypeError for a non-dict entry.
     """
-    grid = list(grid)
+    check_callable("plot", plot)
+    if not isinstance(grid, (list, tuple)) or not all(isinstance(g, dict) for g in grid):
+        raise TypeError("grid must be a list of dicts of parameter values")
     if not grid:
         raise ValueError("grid must hold at least one parameter dict, got an empty list")
-    if not all(isinstance(g, dict) for g in grid):
-        raise TypeError("grid must be a list of dicts of parameter values")
-    ncols = min(ncols, len(grid))
+    ncols = min(check_positive_int("ncols", ncols), len(grid))
+    if not isinstance(panel_size, (list, tuple)) or len(panel_size) != 2:
+        raise TypeError(f"panel_size must be a pair (width, height) in inches, got {panel_size!r}")
+    for k, side in enumerate(panel_size):
+        check_real(f"panel_size[{k}]", side, positive=True)
+    for name, share in (("sharex", sharex), ("sharey", sharey)):
+        if not isinstance(share, bool) and share not in ("row", "col", "all", "none"):
+            raise TypeError(
+                f"{name} must be True, False, 'row', 'col', 'all' or 'none', got {share!r}"
+            )
     nrows = -(-len(grid) // ncols)
     fig, axes = plt.subplots(
         nrows,
@@ -180,10 +162,25 @@ def show_source(obj, *, docstring: bool = False) -> str:
 
     Raises TypeError if ``obj`` has no Python source (a builtin, a number).
     """
+    src = _shown_source(obj, docstring=docstring)
+    from IPython import get_ipython
+    from IPython.display import Markdown, display
+
+    if get_ipython() is None:
+        print(src)
+    else:
+        display(Markdown(f"```python\n{src}```"))
+    return src
+
+
+def _shown_source(obj, *, docstring: bool = False) -> str:
+    """The code :func:`show_source` shows: the source of ``obj`` (decorators included), without its
+    docstring unless ``docstring``."""
     import ast
     import inspect
     import textwrap
 
+    check_bool("docstring", docstring)
     try:
         src = textwrap.dedent(inspect.getsource(obj))
     except (TypeError, OSError) as exc:
@@ -200,13 +197,6 @@ def show_source(obj, *, docstring: bool = False) -> str:
     ):
         lines = src.splitlines()
         src = "\n".join(lines[: body[0].lineno - 1] + lines[body[0].end_lineno :]) + "\n"
-    from IPython import get_ipython
-    from IPython.display import Markdown, display
-
-    if get_ipython() is None:
-        print(src)
-    else:
-        display(Markdown(f"```python\n{src}```"))
     return src
 
 
@@ -306,13 +296,14 @@ def make_check(
             "expected must be a callable that computes the answer key, got "
             f"{type(expected).__name__}"
         )
-    if rtol < 0 or atol < 0:
-        raise ValueError(f"rtol and atol must be non-negative, got rtol={rtol}, atol={atol}")
-    if digits is not None and (
-        isinstance(digits, bool) or not isinstance(digits, int) or digits < 1
-    ):
-        raise ValueError(f"digits must be a positive int (significant digits), got {digits!r}")
+    check_real("rtol", rtol, nonneg=True), check_real("atol", atol, nonneg=True)
+    check_positive_int("digits", digits, allow_none=True)  # significant digits
+    check_str("hint", hint)
     if inputs is not None:
+        if not isinstance(inputs, (list, tuple)):
+            raise TypeError(
+                f"inputs must be a list of argument tuples, got {type(inputs).__name__}"
+            )
         inputs = [tuple(a) if isinstance(a, (tuple, list)) else (a,) for a in inputs]
         if not inputs:
             raise ValueError("inputs must hold at least one argument tuple, got an empty list")
