@@ -491,41 +491,27 @@ def risk_fluctuation_constant(A, b, Sigma, *, tau2=1.0, noise_var=0.0, allow_inf
 
 
 class LargePromptConstants(NamedTuple):
-    """``L x (excess over the Bayes risk) -> C`` for the best model of each class (plain MSE).
+    """``L x (excess over the Bayes risk) -> C`` for the best model of each class (plain MSE)."""
 
-    linear : C_lin, of the best linear attention (the closed-form class optimum).
-    softmax : C_soft, of the reduced softmax model at its best tilt (delta method).
-    tilt : r*, the best tilt as a fraction of the infinite-prompt optimum's (``A = r* A*``, ``b = b*/r*``).
-    bayes : the Bayes risk's own ``L (Bayes - noise_var) -> noise_var d`` (subtracted above).
-    ratio : C_soft / C_lin: softmax at length L does about as well as linear attention at L / ratio.
-    """
-
-    linear: float
-    softmax: float
-    tilt: float
-    bayes: float
-    ratio: float
+    linear: float  #: C_lin, of the best linear attention (the closed-form class optimum)
+    softmax: float  #: C_soft, of the reduced softmax model at its best tilt (delta method)
+    tilt: float  #: r*, the best tilt as a fraction of A*'s (A = r* A*, b = b* / r*)
+    bayes: float  #: the Bayes risk's own constant, noise_var d (subtracted from both)
+    ratio: float  #: C_soft / C_lin: softmax at L does about as well as linear at L / ratio
 
 
 def large_prompt_constants(Sigma, *, tau2=1.0, noise_var=0.0):
     """The large-L limits of ``L x (excess over the Bayes risk)`` for linear and softmax attention.
 
-    *Linear attention.* The class optimum (:func:`softlin.icl.linear_class_optimum`) has error
-    ``noise_var + (tau2 (d + 1) tr Sigma + noise_var d) / L + O(L^-2)``; the constant is read off the
-    closed form by Richardson extrapolation, ``2 f(2L) - f(L)`` with ``f(L) = L (error - noise_var)`` at
-    ``L = 10^6`` (its ``O(L^-2)`` remainder is below 1e-9 there). *Softmax attention.* On the set
-    ``b Sigma A = I``, where the infinite-prompt error is the noise alone, ``A = r A*`` and ``b = b*/r``;
-    the finite-prompt error exceeds the noise by ``V(r) / L + O(L^-2)``, with ``V(r)`` twice the
-    delta-method constant :func:`softlin.icl.risk_fluctuation_constant` with the label noise. Its minimum
-    over the tilt ``r`` (``V`` is finite for ``2 r^2 < b*^2``) is the reduced model's best: the
-    finite-L optimum lies within ``O(1/L)`` of that set, which changes the error at order ``L^-2`` only.
-    *Bayes.* The Bayes risk is ``noise_var + noise_var d / L + O(L^-2)``
-    (``E (X^T X)^-1 = Sigma^-1 / (L - d - 1)``); each constant is the model's minus this one.
-    For the data model of the theory (prompt and query inputs ``N(0, Sigma)``); the experiment's settings
-    are ``softlin.experiment.INTENDED`` (``Sigma`` (d, d) positive definite, ``tau2 > 0``,
-    ``noise_var > 0``).
-
-    Returns a :class:`LargePromptConstants`.
+    Linear: the class optimum (:func:`linear_class_optimum`) errs by ``noise_var + (tau2 (d + 1) tr Sigma
+    + noise_var d) / L + O(L^-2)``, read off the closed form by Richardson extrapolation at ``L = 10^6``.
+    Softmax: on the set ``b Sigma A = I`` (``A = r A*``, ``b = b*/r``) the error exceeds the noise by
+    ``V(r) / L``, ``V`` twice :func:`risk_fluctuation_constant` with the noise, finite for
+    ``2 r^2 < b*^2``; its minimum over the tilt ``r`` is the reduced model's best (the finite-L optimum is
+    ``O(1/L)`` away, an ``O(L^-2)`` change). Bayes: ``noise_var + noise_var d / L + O(L^-2)``
+    (``E (X^T X)^-1 = Sigma^-1 / (L - d - 1)``), subtracted from both. Prompt and query inputs
+    ``N(0, Sigma)``; Sigma (d, d) positive definite, tau2 > 0, noise_var > 0. Returns a
+    :class:`LargePromptConstants`.
     """
     from scipy.optimize import minimize_scalar
 
