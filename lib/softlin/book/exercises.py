@@ -71,7 +71,7 @@ def key_of(label: str) -> Key:
 
 @_key(
     "ex-ch1-one-token",
-    rtol=1e-9,
+    digits=3,
     hint="Hint: how many weights does a one-token softmax have, what do they sum to?",
 )
 def _ch1_one_token(*, tokens, query, U, V):
@@ -80,7 +80,7 @@ def _ch1_one_token(*, tokens, query, U, V):
 
 @_key(
     "ex-ch1-query-key",
-    rtol=1e-9,
+    digits=3,
     hint="Hint: let L grow in the exact expression; the moment generating function of "
     "N(0, Gamma) is exp(a'Gamma a / 2).",
 )
