@@ -76,15 +76,16 @@ def test_chapter_1_fails_when_the_tilted_mean_is_perturbed():
 
 @pytest.mark.book
 def test_chapter_2_fails_when_lemma_2_1_is_perturbed():
-    """Chapter 2's Lemma 2.1: `softlin.gaussian_attention_limit` plus 1e-6, far below what Monte
-    Carlo could see, must stop the chapter at its quadrature check (max |quadrature - closed form|
-    below a rounding bound)."""
+    """Lesson 2's Lemma 2.1: `softlin.gaussian_attention_limit` plus 1e-6, far below what Monte
+    Carlo could see, must stop the lesson at its one check, quadrature on law A (max |quadrature -
+    closed form| below a rounding bound of about 5e-11)."""
     patch = replaced(
         "softlin", "gaussian_attention_limit", "lambda *a, **k: _right(*a, **k) + 1e-6"
     )
     failure = failing_check("02_infinite_prompt_limit", patch)
-    assert failure.startswith("AssertionError")
-    assert "quad_errors[name] < bound" in failure
+    assert failure.startswith(
+        "AssertionError: check failed: law A: shifted, full rank: largest |quadrature"
+    )
 
 
 @pytest.mark.book
