@@ -62,28 +62,30 @@ def replaced(module: str, name: str, wrong: str, define: str = "") -> str:
 
 @pytest.mark.book
 def test_chapter_1_fails_when_the_tilted_mean_is_perturbed():
-    """Chapter 1's proposition that softmax attention is a tilted mean, ``grad Lambda(a)``:
+    """Lesson 1's proposition that softmax attention is a tilted mean, ``grad Lambda(a)``:
     `softlin.tilted_mean` scaled by 1 + 2e-7 (the size of a float32 rounding) is off by 2.3e-7, ten
-    times the tolerance 2.4e-8 (Taylor remainder plus rounding) of the check against central finite
-    differences of the log-MGF, which must catch it. `softmax_attention` calls its own module's
-    function, so the implementation checks before that one still pass."""
+    times the tolerance 2.4e-8 (Taylor remainder plus rounding) of the lesson's one check, against
+    central finite differences of the log-MGF, which must catch it. `softmax_attention` calls its
+    own module's function, so nothing before that check notices."""
     patch = replaced("softlin", "tilted_mean", "lambda *a, **k: (1 + 2e-7) * _right(*a, **k)")
     failure = failing_check("01_measure_view", patch)
-    assert failure.startswith("AssertionError")
-    assert "assert (grad_fd - tilted).abs().max() < tol" in failure
+    assert failure.startswith(
+        "AssertionError: check failed: tilted mean vs finite differences of the log-MGF"
+    )
 
 
 @pytest.mark.book
 def test_chapter_2_fails_when_lemma_2_1_is_perturbed():
-    """Chapter 2's Lemma 2.1: `softlin.gaussian_attention_limit` plus 1e-6, far below what Monte
-    Carlo could see, must stop the chapter at its quadrature check (max |quadrature - closed form|
-    below a rounding bound)."""
+    """Lesson 2's Lemma 2.1: `softlin.gaussian_attention_limit` plus 1e-6, far below what Monte
+    Carlo could see, must stop the lesson at its one check, quadrature on law A (max |quadrature -
+    closed form| below a rounding bound of about 5e-11)."""
     patch = replaced(
         "softlin", "gaussian_attention_limit", "lambda *a, **k: _right(*a, **k) + 1e-6"
     )
     failure = failing_check("02_infinite_prompt_limit", patch)
-    assert failure.startswith("AssertionError")
-    assert "quad_errors[name] < bound" in failure
+    assert failure.startswith(
+        "AssertionError: check failed: law A: shifted, full rank: largest |quadrature"
+    )
 
 
 @pytest.mark.book
