@@ -334,3 +334,79 @@ def test_heuristic_exponent():
     np.testing.assert_allclose(
         cc.heuristic_rate_exponent([0.3, 0.7, 1.0, 1.5]), [-1, -1, -0.5, -1 / 4.5]
     )
+
+
+def test_query_averaged_rates_is_the_rule_average_of_sample_errors():
+    """Specification of ``query_averaged_rates``: for each scale u and length L, fresh prompts (one block
+    per u, drawn in that order), each evaluated at the nodes z > 0 of every Gauss-Hermite rule (U = 1 at
+    the query u z), averaged with the folded weights 2 w; the fits are ``fit_power_law`` of the mean
+    over the prompts of the first rule. Same generator state, so equal to rounding."""
+    u_values, L_values, P = [0.4, 1.2], [4, 8, 16], 5
+    errors, fits = cc.query_averaged_rates(
+        u_values, L_values, P, nodes=(6, 4), generator=torch.Generator().manual_seed(3)
+    )
+    assert errors.shape == (2, 3, P, 2) and errors.dtype == F64 and len(fits) == 2
+    gen = torch.Generator().manual_seed(3)
+    rules = []
+    for n in (6, 4):
+        z, w = sl.gauss_hermite_rule(torch.zeros(1, dtype=F64), _one(), n)
+        rules.append((z[z[:, 0] > 0], 2 * w[z[:, 0] > 0]))
+    zs = torch.cat([z for z, _ in rules])  # (5, 1)
+    queries = torch.cat([(u * zs).expand(P, -1, -1) for u in u_values])  # (2 P, 5, 1)
+    for j, L in enumerate(L_values):
+        err = cc.sample_errors(_scalar_gaussian(), queries, _one(), _one(), L, 2 * P, generator=gen)
+        out = err.output.reshape(2, P, 5)
+        torch.testing.assert_close(errors[0, j], (out[..., :3] @ rules[0][1]).T)
+        torch.testing.assert_close(errors[1, j], (out[..., 3:] @ rules[1][1]).T)
+    est = mean_and_stderr(errors[0], dim=1)
+    for i, f in enumerate(fits):
+        ref = sl.montecarlo.fit_power_law(L_values, est.mean[:, i], est.stderr[:, i])
+        assert f == pytest.approx(ref)
+
+
+def test_query_averaged_rates_at_u_zero_is_one_over_L_for_every_rule():
+    """At u = 0 the weights are uniform and the error is the squared mean of the tokens, whatever the
+    query: its mean is exactly 1/L, and both rules (weights summing to one) give the same per-prompt
+    errors, since they share the prompts. 2000 prompts: L * error within 4 SE of 1, slope within 4 SE
+    of -1."""
+    errors, (fit,) = cc.query_averaged_rates(
+        [0.0], [8, 32, 128], 2000, nodes=(8, 4), generator=torch.Generator().manual_seed(0)
+    )
+    torch.testing.assert_close(errors[0], errors[1])
+    est = mean_and_stderr(errors[0, :, :, 0], dim=1)
+    L = torch.tensor([8.0, 32.0, 128.0], dtype=F64)
+    assert torch.all((L * est.mean - 1).abs() <= 4 * L * est.stderr)
+    assert abs(fit.slope + 1) <= 4 * fit.slope_stderr
+
+
+def test_query_averaged_rates_draws_fresh_prompts_for_every_scale():
+    errors, _ = cc.query_averaged_rates(
+        [0.5, 0.5], [4, 8, 16], 3, generator=torch.Generator().manual_seed(0)
+    )
+    assert not torch.allclose(errors[0, :, :, 0], errors[0, :, :, 1])
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"nodes": (5,)}, ValueError, "nodes\\[0\\] must be even"),
+        ({"nodes": ()}, ValueError, "nodes must hold"),
+        ({"L_values": [4, 8]}, ValueError, "at least 3 prompt lengths"),
+        ({"L_values": [4, 0, 8]}, ValueError, "L_values\\[1\\]"),
+        ({"n_prompts": 1}, ValueError, "n_prompts must be an integer >= 2"),
+        ({"generator": None}, TypeError, "generator must be a torch.Generator"),
+        ({"u_values": [0.5, float("nan")]}, ValueError, "u_values"),
+    ],
+)
+def test_query_averaged_rates_rejects_bad_arguments(kwargs, error, match):
+    args = {
+        "u_values": [0.5],
+        "L_values": [4, 8, 16],
+        "n_prompts": 3,
+        "generator": torch.Generator().manual_seed(0),
+        **kwargs,
+    }
+    with pytest.raises(error, match=match):
+        cc.query_averaged_rates(
+            args.pop("u_values"), args.pop("L_values"), args.pop("n_prompts"), **args
+        )

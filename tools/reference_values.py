@@ -8,14 +8,14 @@ is that run, and the file it writes (values, standard errors, provenance) is wha
 
 1. **Chapter 3, query-averaged rate slopes** (``rate_slopes``): for the scales u = 0.3, 0.6, 1.0, 1.5
    of the scalar model, the log-log slope of the query-averaged output error over
-   L = 16, 32, ..., 4096. The sweep is the page's own code: the cell of ``book/03_concentration.md``
-   that defines ``rate_sweep`` and ``summarise`` is executed here (nothing is re-typed), with the
-   default mode's Gauss-Hermite rule (24 nodes) and 200 times its prompts, as ``RATE_BATCHES``
-   independent batches of the default mode's size (400 prompts; larger batches are slower per
-   token, since ``sample_errors`` then streams the tokens in shorter chunks). ``quadrature`` is the
-   change of the slope with the rule of half as many nodes, as on the page.
+   L = 16, 32, ..., 4096, by ``softlin.concentration.query_averaged_rates``, the function the
+   pages call (lesson 3 over many scales, its lab at these four), with the default mode's
+   Gauss-Hermite rule (24 nodes) and 200 times its lab's prompts, as ``RATE_BATCHES`` independent
+   batches of the default mode's size (400 prompts per scale and length; larger batches are slower
+   per token, since ``sample_errors`` then streams the tokens in shorter chunks). ``quadrature`` is
+   the change of the slope with the rule of half as many nodes on the same prompts, as in the lab.
 
-   ``slope_se`` is the standard error of the weighted fit on all the prompts, the page's fit,
+   ``slope_se`` is the standard error of the weighted fit on all the prompts, the pages' fit,
    without the factor sqrt(chi2/dof) that ``fit_power_law`` applies when the points scatter more
    than their errors about a power law (that widened error is kept as ``slope_se_fit``). At this
    precision the curvature of the error curve is resolved, and that factor grows with the number
@@ -31,11 +31,10 @@ is that run, and the file it writes (values, standard errors, provenance) is wha
    ``RISK_BATCHES`` independent batches: the mean, its standard error, and the same two checks of it.
 
 The seeds (``seeds`` in the file) are not those a reader sets on a page (small integers), so a
-page's estimate and this one are independent. Sizes: the constants below. The committed run took
-610 s of CPU on one thread (403 s for the slopes, 207 s for the risks; 36 minutes of wall time, the
-machine's two AMD EPYC cores being shared with two training jobs), as its file records
-(``cpu_seconds``, ``seconds``). Its standard errors are 13 to 14 times smaller than those of a
-default-mode page for the slopes (``batch_sd``, the spread of one default-size run, against
+page's estimate and this one are independent. Sizes: the constants below. The committed run's
+time is recorded in its file (``cpu_seconds`` on one thread, ``seconds`` of wall time) with the
+processor (``cpu``). Its standard errors are about sqrt(200) = 14 times smaller than those of a
+default-mode lab for the slopes (``batch_sd``, the spread of one default-size run, against
 ``slope_se``) and sqrt(133) = 11.5 times for the risks.
 """
 
@@ -52,16 +51,14 @@ from pathlib import Path
 import numpy as np
 import torch
 from checkout import results_header
-from softlin import GaussianMeasure, gauss_hermite_rule, icl
 from softlin import concentration as cc
+from softlin import icl
 from softlin.montecarlo import fit_power_law, mean_and_stderr
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = ROOT / "book" / "data" / "reference_values.json"
-CH3 = ROOT / "book" / "03_concentration.md"
-F64 = dict(dtype=torch.float64)
 
-#: chapter 3: the page's headline scales and grid, its default-mode rule, and the prompts per batch
+#: chapter 3: the lab's scales and grid, its default-mode rule, and the prompts per batch
 RATE_U, RATE_L, RATE_NODES = [0.3, 0.6, 1.0, 1.5], [16 * 2**k for k in range(9)], 24
 RATE_PROMPTS, RATE_BATCHES = 400, 200
 RATE_SEED = 30_000_000  # batch k draws from seed RATE_SEED + k
@@ -70,46 +67,29 @@ RISK_L, RISK_PROMPTS, RISK_BATCHES = [10, 30, 100, 300, 1000], 250_000, 16
 RISK_SEED = 50_000_000
 
 
-def page_driver():
-    """The names defined by chapter 3's driver cell (the one that defines ``rate_sweep``), run in
-    the setup that the page's earlier cells give it."""
-    cells = re.findall(r"```\{code-cell\} ipython3\n(.*?)```", CH3.read_text(), flags=re.S)
-    (cell,) = [c for c in cells if "def rate_sweep(" in c]
-    cell = re.sub(r"\A:tags:.*\n", "", cell)  # the cell's tag line is MyST, not Python
-    one = torch.ones(1, 1, **F64)
-    names = {
-        "torch": torch,
-        "cc": cc,
-        "gauss_hermite_rule": gauss_hermite_rule,
-        "mean_and_stderr": mean_and_stderr,
-        "fit_power_law": fit_power_law,
-        "F64": F64,
-        "one": one,
-        "N01": GaussianMeasure(torch.zeros(1, **F64), one),
-        "Lr": np.array(RATE_L, dtype=float),  # read by summarise, as on the page
-    }
-    exec(compile(cell, str(CH3), "exec"), names)
-    return names
-
-
-def pooled(batches):
-    """Concatenate the per-prompt errors of several ``rate_sweep`` runs, L by L and rule by rule."""
-    return [[torch.cat(rule) for rule in zip(*at_L)] for at_L in zip(*batches)]
+def fits_of(errors):
+    """The fits ``query_averaged_rates`` returns, for per-prompt errors pooled over batches:
+    ``fit_power_law`` of the mean over the prompts, weighted by its standard error, for each u."""
+    est = mean_and_stderr(errors, dim=1)  # (n_L, n_u) each
+    return [fit_power_law(RATE_L, m, s) for m, s in zip(est.mean.T, est.stderr.T)]
 
 
 def rate_slopes(scale):
-    page = page_driver()
     n = max(2, round(RATE_PROMPTS * scale))
-    batches = []
+    batches, each = [], []  # per-prompt errors (2 rules, n_L, n, n_u) and fits of every batch
     for k in range(RATE_BATCHES):
         gen = torch.Generator().manual_seed(RATE_SEED + k)
-        batches.append(page["rate_sweep"](RATE_U, RATE_L, n, RATE_NODES, gen))
+        errors, fits = cc.query_averaged_rates(
+            RATE_U, RATE_L, n, nodes=(RATE_NODES, RATE_NODES // 2), generator=gen
+        )
+        batches.append(errors)
+        each.append([f.slope for f in fits])
         if (k + 1) % 20 == 0:
             print(f"  rate sweep: {k + 1} of {RATE_BATCHES} batches done", flush=True)
-    _, _, fits = page["summarise"](pooled(batches))
-    _, _, coarse = page["summarise"](pooled(batches), r=1)
-    halves = [page["summarise"](pooled(h))[2] for h in (batches[::2], batches[1::2])]
-    each = np.array([[f.slope for f in page["summarise"](b)[2]] for b in batches])  # (K, n_u)
+    pooled = torch.cat(batches, dim=2)  # (2, n_L, n * RATE_BATCHES, n_u)
+    fits, coarse = fits_of(pooled[0]), fits_of(pooled[1])
+    halves = [fits_of(torch.cat(batches[h::2], dim=2)[0]) for h in (0, 1)]
+    each = np.array(each)  # (RATE_BATCHES, n_u)
     out = {}
     for i, u in enumerate(RATE_U):
         h = [halves[0][i].slope, halves[1][i].slope]
@@ -127,8 +107,9 @@ def rate_slopes(scale):
         }
         print(f"  u = {u}: slope {f.slope:+.4f} +- {out[str(u)]['slope_se']:.4f}", flush=True)
     return {
-        "page": "book/03_concentration.md",
-        "code": "the page's cell that defines rate_sweep and summarise, executed by this script",
+        "page": "book/labs/03_concentration.md",
+        "code": "softlin.concentration.query_averaged_rates(RATE_U, RATE_L, prompts per batch, "
+        "nodes=(24, 12)), one call per batch, pooled over the batches",
         "L": RATE_L,
         "nodes": RATE_NODES,
         "prompts": n * RATE_BATCHES,

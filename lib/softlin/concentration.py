@@ -51,6 +51,7 @@ __all__ = [
     "fixed_query_mse_expansion",
     "heuristic_rate_exponent",
     "query_averaged_expansion",
+    "query_averaged_rates",
     "sample_errors",
 ]
 
@@ -331,3 +332,83 @@ def heuristic_rate_exponent(u):
     """
     u = as_real_array("u", u)
     return np.where(u**2 < 0.5, -1.0, -1.0 / (2 * np.maximum(u, 1e-300) ** 2))
+
+
+# ---------------------------------------------------------------------------------------------------
+# The query-averaged rate of the scalar model (Proposition 3.1 with d = 1)
+# ---------------------------------------------------------------------------------------------------
+def _rates_arguments(u_values, L_values, n_prompts, *, generator, nodes=(24,)):
+    check_generator(generator, required=True)
+    check_positive_int("n_prompts", n_prompts, minimum=2)
+    as_tensor_arg("u_values", torch.as_tensor(u_values, dtype=torch.float64), min_dim=1)
+    if len(L_values) < 3:
+        raise ValueError(f"L_values must hold at least 3 prompt lengths, got {list(L_values)}")
+    for i, L in enumerate(L_values):
+        check_positive_int(f"L_values[{i}]", L)
+    if not nodes:
+        raise ValueError("nodes must hold at least one rule size, got an empty sequence")
+    for i, n in enumerate(nodes):
+        check_positive_int(f"nodes[{i}]", n, minimum=2)
+        if n % 2:
+            raise ValueError(f"nodes[{i}] must be even (the rule is folded onto z > 0), got {n}")
+
+
+@validated_by(_rates_arguments)
+def query_averaged_rates(u_values, L_values, n_prompts, *, generator, nodes=(24,)):
+    """Query-averaged output error of the scalar Gaussian model at several scales ``u`` and prompt
+    lengths ``L``, and its rate in ``L`` (Proposition 3.1 with d = 1).
+
+    Tokens and queries are N(0, 1), ``V = 1`` and ``U = u``, so ``T[mu](z) = u z`` and a prompt's error
+    is ``E_z |T[mu_hat_L](z) - u z|^2``, ``z ~ N(0, 1)``. The query average is a Gauss-Hermite rule
+    folded onto ``z > 0`` (the expected error is even in ``z``); the prompts are Monte Carlo, fresh for
+    every ``u`` and ``L`` (estimates at different ``u`` or ``L`` are independent). Every prompt is
+    evaluated with each rule of ``nodes`` (the same prompts: a coarser second rule measures the
+    quadrature error of the first). The fitted slope over ``L`` is about -1 while the averaged constant
+    ``C(u)`` is finite (``u^2 < 1/2``) and rises above -1 as ``u`` grows: the ``L^(-c_2 / sigma^2)`` of
+    Proposition 3.1.
+
+    Parameters
+    ----------
+    u_values : sequence of n_u finite reals, the scales of U
+    L_values : sequence of n_L >= 3 positive ints, the prompt lengths
+    n_prompts : int >= 2, prompts per scale and length
+    generator : torch.Generator (float64 draws on its device)
+    nodes : sequence of even ints >= 2, the sizes of the Gauss-Hermite rules (default: one rule of 24)
+
+    Returns
+    -------
+    errors : Tensor, shape (n_rules, n_L, n_prompts, n_u), float64
+        per-prompt query-averaged squared errors, one block per rule of ``nodes``
+    fits : list of n_u PowerLawFit
+        ``fit_power_law`` of the mean of ``errors[0]`` over the prompts against ``L_values``, weighted
+        by its standard error (softlin.montecarlo)
+
+    Raises
+    ------
+    TypeError, ValueError
+        a missing generator, fewer than 3 lengths, a non-positive length, fewer than 2 prompts, an odd
+        or empty rule size, non-finite scales.
+    """
+    from .measures import GaussianMeasure  # imported here: this is the module's only user of these
+    from .montecarlo import fit_power_law, mean_and_stderr
+
+    f64 = dict(dtype=torch.float64, device=generator.device)
+    one = torch.ones(1, 1, **f64)
+    rules = []  # (nodes z > 0, weights), each (n / 2,)
+    for n in nodes:
+        z, w = gauss_hermite_rule(torch.zeros(1, **f64), one, n)
+        rules.append((z[z[:, 0] > 0, 0], 2 * w[z[:, 0] > 0]))
+    u = torch.as_tensor(u_values, **f64)  # (n_u,)
+    # U = 1 at the query u z gives the scores and the limit of U = u at z; one block of prompts per u
+    queries = (u[:, None] * torch.cat([z for z, _ in rules])).repeat_interleave(n_prompts, 0)
+    tokens, sizes = GaussianMeasure(torch.zeros(1, **f64), one), [len(w) for _, w in rules]
+    errors = []
+    for L in L_values:
+        err = sample_errors(
+            tokens, queries[..., None], one, one, L, len(queries), generator=generator
+        ).output  # (n_u * n_prompts, all nodes)
+        err = err.reshape(len(u), n_prompts, -1).split(sizes, -1)
+        errors.append(torch.stack([(e @ w).T for e, (_, w) in zip(err, rules)]))  # (rules, P, n_u)
+    errors = torch.stack(errors, 1)  # (n_rules, n_L, n_prompts, n_u)
+    est = mean_and_stderr(errors[0].cpu(), dim=1)  # (n_L, n_u) each
+    return errors, [fit_power_law(L_values, m, s) for m, s in zip(est.mean.T, est.stderr.T)]

@@ -141,9 +141,9 @@ def _ch2_wrong_limit():
 
 @_key(
     "ex-ch3-constant",
-    rtol=1e-9,
+    digits=3,
     inputs=[(0.1,), (0.3,), (0.5,), (0.65,)],
-    hint="Hint: differentiate E exp(k z^2) = (1 - 2k)^(-1/2) with respect to k.",
+    hint="Hint: differentiate E exp(u^2 z^2) = (1 - 2u^2)^(-1/2) with respect to u^2.",
 )
 def _ch3_constant(u):
     one = torch.ones(1, 1, dtype=torch.float64)
@@ -152,7 +152,7 @@ def _ch3_constant(u):
 
 @_key(
     "ex-ch3-sigma",
-    rtol=1e-9,
+    digits=3,
     inputs=[(1.5, 0.6), (2.0, 0.5), (1.0, 1.5), (3.0, 0.4)],
     hint="Hint: the tokens enter only through the scores x_i (sigma u) z.",
 )
@@ -162,7 +162,7 @@ def _ch3_sigma(sigma, u):
 
 @_key(
     "ex-ch3-bounded",
-    rtol=1e-9,
+    digits=3,
     inputs=[(0.0,), (0.5,), (1.0,), (2.5,)],
     hint="Hint: the tilted law puts mass e^(±a) / (2 cosh a) on ±1.",
 )
