@@ -128,14 +128,14 @@ def test_chapter_4_fails_when_the_gronwall_envelope_is_perturbed():
 
 @pytest.mark.book
 def test_chapter_5_fails_when_the_infinite_prompt_risk_is_perturbed():
-    """Chapter 5's infinite-prompt risk ``R_inf = 1/2 tr((b Sigma A - I) Sigma (b Sigma A - I)^T)``:
-    `icl.infinite_prompt_risk` 5 % too high (0.14 on 2.71). The plain Monte Carlo average of
-    ``1/2 (y_inf - y_q)^2`` over 50 000 tasks and queries (fast mode) allows 4 SE, 0.096, so it must
-    catch it, before the gradient checks that follow."""
+    """Lesson 5's infinite-prompt risk ``R_inf = 1/2 tr(Delta Sigma Delta^T)``, ``Delta = b Sigma A - I``,
+    checked in its lab: `icl.infinite_prompt_risk` 5 % too high (0.14 on 2.71). The plain Monte Carlo
+    average of ``1/2 (y_inf - y_q)^2`` over 50 000 tasks and queries (fast mode) allows 4 SE, 0.096, so
+    it must catch it, before the gradient checks that follow."""
     patch = replaced(
         "softlin.icl", "infinite_prompt_risk", "lambda *a, **k: 1.05 * _right(*a, **k)"
     )
-    failure = failing_check("05_icl_linear_regression", patch)
+    failure = failing_check("labs/05_icl_linear_regression", patch)
     assert failure.startswith("AssertionError: check failed: R_inf by Monte Carlo")
 
 

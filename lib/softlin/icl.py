@@ -559,8 +559,8 @@ def infinite_prompt_risk(A, b, Sigma, *, tau2=1.0, noise_var=0.0):
     ``w ~ N(0, tau2 I)`` and target noise of variance ``noise_var`` (noise on the prompt labels does not
     change the limit). A (d, d), b scalar, Sigma (d, d); returns a scalar Tensor, differentiable.
     """
-    M = b * Sigma @ A - torch.eye(A.shape[0], dtype=A.dtype, device=A.device)
-    return 0.5 * tau2 * torch.trace(M @ Sigma @ M.T) + 0.5 * noise_var
+    Delta = b * Sigma @ A - torch.eye(A.shape[0], dtype=A.dtype, device=A.device)
+    return 0.5 * tau2 * torch.trace(Delta @ Sigma @ Delta.T) + 0.5 * noise_var
 
 
 @validated_by(_check_risk)
@@ -695,6 +695,6 @@ def infinite_prompt_flow(
         raise RuntimeError(f"solve_ivp failed: {sol.message}")
     A = torch.from_numpy(sol.y[:-1].T.reshape(-1, d, d).copy())
     b = torch.from_numpy(sol.y[-1].copy())
-    M = b[:, None, None] * (S @ A) - torch.eye(d, dtype=torch.float64)
-    risk = 0.5 * tau2 * torch.einsum("nij,jk,nik->n", M, S, M)
+    Delta = b[:, None, None] * (S @ A) - torch.eye(d, dtype=torch.float64)
+    risk = 0.5 * tau2 * torch.einsum("nij,jk,nik->n", Delta, S, Delta)
     return Trajectory(t=torch.from_numpy(sol.t.copy()), A=A, b=b, risk=risk)

@@ -191,15 +191,17 @@ def _ch4_gronwall():
 @_key(
     "ex-ch5-invariant",
     rtol=1e-6,
+    digits=4,
     hint="Hint: the flow keeps ||A||_F^2 - b^2; at the limit, b Sigma A = I.",
 )
 def _ch5_invariant(*, Sigma):
     d = Sigma.shape[0]
     A0, b0 = 0.3 * torch.eye(d, dtype=torch.float64), torch.tensor(1.0, dtype=torch.float64)
-    return icl.infinite_prompt_flow(A0, b0, Sigma, [0.0, 200.0]).b[-1]
+    # the slowest local rate is about 0.23: by t = 100 the flow is within e^-23 of its limit
+    return icl.infinite_prompt_flow(A0, b0, Sigma, [0.0, 100.0], rtol=1e-8, atol=1e-10).b[-1]
 
 
-@_key("ex-ch5-linear", rtol=1e-6, hint="Hint: the risk is quadratic in the product bA.")
+@_key("ex-ch5-linear", rtol=1e-6, digits=3, hint="Hint: the risk is quadratic in the product bA.")
 def _ch5_linear(*, Sigma):
     G = (1 + 1 / 30) * Sigma @ Sigma + torch.trace(Sigma) * Sigma / 30
     one = torch.tensor(1.0, dtype=torch.float64)
@@ -213,6 +215,7 @@ def _ch5_linear(*, Sigma):
 @_key(
     "ex-ch5-tail",
     rtol=1e-9,
+    digits=3,
     inputs=[(5,), (8,), (16,)],
     hint="Hint: with u = |x_q|^2 / b*^2, C = b*^2 E[e^u (d + u)] / 2.",
 )
