@@ -140,16 +140,17 @@ def test_chapter_5_fails_when_the_infinite_prompt_risk_is_perturbed():
 
 
 @pytest.mark.book
-def test_chapter_6_fails_when_the_sign_law_log_mgf_is_perturbed():
-    """Chapter 7's Rademacher law, ``Lambda(a) = sum_j log cosh a_j``: `RademacherMeasure.log_mgf`
-    plus 0.01 (an MGF normalised to e^0.01). Every limit of the chapter reads only its gradient,
-    which is unchanged; the effective sample size reads its values,
-    ``E[ESS / L] -> M(a)^2 / M(2a)``, which moves by 1 %, 25 times the 4-SE tolerance (0.16 %) of
-    the Monte Carlo check of ESS / L at the longest prompt, which must catch it."""
+def test_chapter_7_fails_when_the_sign_law_log_mgf_is_perturbed():
+    """Lab 7's Rademacher law, ``Lambda(a) = sum_j log cosh a_j``: `RademacherMeasure.log_mgf`
+    plus 0.01 (an MGF normalised to e^0.01). Every limit of lesson 7 and its lab reads only its
+    gradient, which is unchanged; the effective sample size reads its values,
+    ``E[ESS / L] -> exp(2 Lambda(a) - Lambda(2a))``, which moves by 1 %, 25 times the 4-SE
+    tolerance (0.16 %) of the lab's Monte Carlo check of ESS / L at the longest prompt, which must
+    catch it."""
     patch = replaced(
         "softlin", "RademacherMeasure.log_mgf", "lambda self, a: _right(self, a) + 0.01"
     )
-    failure = failing_check("07_beyond_the_paper", patch)
+    failure = failing_check("labs/07_beyond_the_paper", patch)
     assert failure.startswith("AssertionError: check failed: Rademacher, ESS / L at the largest L")
 
 

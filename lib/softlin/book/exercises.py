@@ -255,33 +255,35 @@ def _ch6_match():
 @_key(
     "ex-ch7-lookup",
     rtol=1e-9,
+    digits=3,
     inputs=[(0.3,), (1.0,), (2.5,)],
-    hint="Hint: on {-1, 1}, tanh(alpha x) is a multiple of x.",
+    hint="Hint: on {-1, 1}, tanh(u x) is a multiple of x.",
 )
-def _ch7_lookup(alpha, *, scale_profile):
-    return scale_profile("Rademacher", [alpha])[0][0]
+def _ch7_lookup(u, *, scale_profile):
+    return scale_profile("Rademacher", [u])[0][0]
 
 
 @_key(
     "ex-ch7-ess",
     rtol=1e-6,
-    hint="Hint: the MGF of the uniform law on [-h, h] is sinh(h a) / (h a).",
+    digits=3,
+    hint="Hint: E e^{a x} for the uniform law on [-h, h] is sinh(h a) / (h a).",
 )
-def _ch7_ess(*, ess_expansion):
-    return [
-        ess_expansion(sl.UniformMeasure(1), torch.tensor([a], dtype=torch.float64))[0]
-        for a in (1.0, 3.0)
-    ]
+def _ch7_ess():
+    log_mgf = sl.UniformMeasure(1).log_mgf  # ESS / L -> exp(2 Lambda(a) - Lambda(2 a))
+    tilts = torch.tensor([[1.0], [3.0]], dtype=torch.float64)  # a = 1 and a = 3
+    return torch.exp(2 * log_mgf(tilts) - log_mgf(2 * tilts)).tolist()
 
 
 @_key(
     "ex-ch7-floor",
     rtol=1e-9,
+    digits=3,
     hint="Hint: with A = Sigma^-1 / b the tilt at x_q = m is a multiple of Sigma^-1 m.",
 )
 def _ch7_floor(*, m):
     sigma = torch.eye(2, dtype=torch.float64)
     A = sigma / 0.7  # b A = Sigma^-1 with b = 0.7
     a = A @ m - torch.linalg.solve(sigma, m)  # the tilt A x_q + v at x_q = m
-    mu = sl.GaussianMeasure(m, sigma)  # 1 / (ESS / L) = M(2a) / M(a)^2
+    mu = sl.GaussianMeasure(m, sigma)  # 1 / (ESS / L) = exp(Lambda(2a) - 2 Lambda(a))
     return float(torch.exp(mu.log_mgf(2 * a) - 2 * mu.log_mgf(a)))
