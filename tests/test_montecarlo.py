@@ -236,3 +236,11 @@ def test_fit_limit_recovers_the_limit_of_c_plus_d_over_l():
     assert abs(exact.limit - 20.3) < 1e-9 and abs(exact.slope + 600) < 1e-6
     with pytest.raises(ValueError, match="stderr"):
         mc.fit_limit(L, L, np.zeros(5))
+
+
+def test_slack_may_be_given_per_entry():
+    mc.check_close(np.array([1.0, 2.0]), np.array([1.05, 2.0]), slack=np.array([0.06, 0.0]))
+    with pytest.raises(AssertionError):
+        mc.check_close(np.array([1.0, 2.0]), np.array([1.05, 2.1]), slack=np.array([0.06, 0.01]))
+    with pytest.raises(ValueError, match="slack must be non-negative"):
+        mc.check_below(1.0, 2.0, slack=np.array([-1.0]))

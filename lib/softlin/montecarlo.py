@@ -246,26 +246,30 @@ def _in_se(distance, se, word):
 
 def _claim(what, se, n_se, slack, **numbers):
     """The numbers of a claim, checked: float64 arrays that broadcast together, no NaN (inf is a value
-    a claim can be about), ``se`` finite and non-negative; ``n_se``, ``slack`` non-negative floats."""
+    a claim can be about), ``se`` and ``slack`` finite and non-negative (``slack`` may be per entry),
+    ``n_se`` a non-negative float."""
     check_str("what", what)
     arrays = [as_real_array(name, x, finite=False) for name, x in numbers.items()]
     for name, a in zip(numbers, arrays):
         if np.isnan(a).any():
             raise ValueError(f"{name} must be a number, got {int(np.isnan(a).sum())} NaN entries")
-    se = as_real_array("se", se)
-    if (se < 0).any():
-        raise ValueError(f"se must be non-negative, got minimum {float(se.min()):.3g}")
+    se, slack = as_real_array("se", se), as_real_array("slack", slack)
+    for name, a in (("se", se), ("slack", slack)):
+        if (a < 0).any():
+            raise ValueError(f"{name} must be non-negative, got minimum {float(a.min()):.3g}")
     try:
-        np.broadcast_shapes(se.shape, *(a.shape for a in arrays))
+        np.broadcast_shapes(se.shape, slack.shape, *(a.shape for a in arrays))
     except ValueError as exc:
-        shapes = ", ".join(f"{k} {a.shape}" for k, a in zip([*numbers, "se"], [*arrays, se]))
+        names, values = [*numbers, "se", "slack"], [*arrays, se, slack]
+        shapes = ", ".join(f"{k} {a.shape}" for k, a in zip(names, values))
         raise ValueError(f"the numbers of a claim must broadcast together, got {shapes}") from exc
-    n_se, slack = check_real("n_se", n_se, nonneg=True), check_real("slack", slack, nonneg=True)
-    return (*arrays, se, n_se, slack)
+    n_se = check_real("n_se", n_se, nonneg=True)
+    return (*arrays, se, n_se, float(slack) if slack.size == 1 else slack)
 
 
 def _allowance(n_se, s, slack):
     """ "4 SE + 0.001", "4 SE" or "0.001" for the verdict line."""
+    slack = float(np.max(slack))  # the largest, where it is given per entry
     parts = ([f"{n_se:g} SE"] if n_se else []) + ([f"{slack:.2g}"] if slack else [])
     return " + ".join(parts)
 
@@ -297,11 +301,11 @@ def check_below(value, bound, *, se=0.0, n_se=0.0, slack=0.0, what="value"):
     (_, v, b, s), n = _worst(bound + slack - (value + n_se * se), value, bound, se)
     passed = bool(np.all(value + n_se * se < bound + slack))
     word = "below" if passed else "NOT below"
-    tail = f" (slack {slack:.2g})" if slack else ""
+    tail = f" (slack {float(np.max(slack)):.2g})" if np.any(slack) else ""
     text = (
         f"{v:.4g} ± {s:.2g}: {n_se:g} SE {word} {b:.4g}{tail}"
         if n_se
-        else f"{v:.4g} {word} {b + slack:.4g}"
+        else f"{v:.4g} {word} {b + float(np.max(slack)):.4g}"
     )
     _verdict(passed, what, text + (_in_se(b - v, s, "below") if n_se else ""), n)
 
@@ -313,11 +317,11 @@ def check_above(value, bound, *, se=0.0, n_se=0.0, slack=0.0, what="value"):
     (_, v, b, s), n = _worst((value - n_se * se) - (bound - slack), value, bound, se)
     passed = bool(np.all(value - n_se * se > bound - slack))
     word = "above" if passed else "NOT above"
-    tail = f" (slack {slack:.2g})" if slack else ""
+    tail = f" (slack {float(np.max(slack)):.2g})" if np.any(slack) else ""
     text = (
         f"{v:.4g} ± {s:.2g}: {n_se:g} SE {word} {b:.4g}{tail}"
         if n_se
-        else f"{v:.4g} {word} {b - slack:.4g}"
+        else f"{v:.4g} {word} {b - float(np.max(slack)):.4g}"
     )
     _verdict(passed, what, text + (_in_se(v - b, s, "above") if n_se else ""), n)
 
