@@ -2,7 +2,13 @@
 
 Every public function checks its arguments once, at the boundary, with these helpers; inner code and the
 chapters' own code trust their inputs. Each error names the argument, what was received and what was
-expected. Nothing is broadcast, truncated or clipped silently.
+expected: a wrong type (None, a string, a list for a tensor, a float for a size) is a TypeError, a wrong
+value (a shape, NaN, a non-PSD covariance, a size) a ValueError. Nothing is broadcast, truncated or
+clipped silently. Sizes are checked before any work: what a call would allocate against the machine's
+memory (:func:`check_memory`), the tokens a loop would draw against :data:`MAX_DRAWS`. Where several
+arguments share a dimension, the one most of them agree on decides (:func:`common_dim`), so that one
+wrong argument is the one the error names. The test ``tests/test_api_properties.py`` holds every public
+name to this.
 
 A public function whose formula other softlin code also needs is written as its formula under
 :func:`validated_by`: the decorator runs the checks, the body trusts its arguments, and library code

@@ -19,10 +19,10 @@ RATE = 2e7
 SECONDS = 5.0
 
 
-def progress(iterable, *, work: float, desc: str | None = None):
-    """``iterable``, wrapped in a ``tqdm.auto`` bar when ``work / RATE`` exceeds ``SECONDS``."""
+def progress(iterable, *, work: float, rate: float = RATE, desc: str | None = None):
+    """``iterable``, wrapped in a ``tqdm.auto`` bar when ``work / rate`` exceeds ``SECONDS``."""
     setting = os.environ.get("SOFTLIN_PROGRESS", "")
-    if setting == "0" or (setting != "1" and work < RATE * SECONDS):
+    if setting == "0" or (setting != "1" and work < rate * SECONDS):
         return iterable
     from tqdm.auto import tqdm
 

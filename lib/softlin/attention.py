@@ -39,6 +39,7 @@ from ._checks import (
     common_dim,
     validated_by,
 )
+from ._progress import progress
 
 __all__ = [
     "TiltedMoments",
@@ -144,12 +145,19 @@ def linear_mean(tokens, a, *, weights=None):
     return check_result_finite(coef @ tokens, "tokens", tokens)  # (..., Q, D)
 
 
-def _check_weights_args(tokens, queries, U, *, weights=None, V=None):
-    """As :func:`_check_tokens_tilt` for the queries, U (D, D) and V (D_out, D) (when given) of the same
-    dtype; the scores of every query fit in memory. D is that of most of them: one wrong argument is
-    the one an error names."""
+_NO_V = object()  # softmax_weights has no value matrix
+
+
+def _check_weights_args(
+    tokens, queries, U, *, weights=None, V=_NO_V, chunk_size=None, stream=False
+):
+    """As :func:`_check_tokens_tilt` for the queries, U (D, D) and V (D_out, D) (when the call has one)
+    of the same dtype; D is that of most of them (one wrong argument is the one an error names); the
+    scores of the prompt (with ``stream``: of a chunk of ``chunk_size`` tokens, by default cache-sized)
+    fit in memory."""
     tokens = as_tensor_arg("tokens", tokens, min_dim=2, finite=False)  # checked via the result
     queries, U = as_tensor_arg("queries", queries, min_dim=2), as_tensor_arg("U", U)
+    V = None if V is _NO_V else as_tensor_arg("V", V)
     named = {"tokens": tokens, "queries": queries, "U": U, "V": V}
     D, agree = common_dim(
         {k: x.shape[-1] if x.dim() else 0 for k, x in named.items() if x is not None}
@@ -168,18 +176,21 @@ def _check_weights_args(tokens, queries, U, *, weights=None, V=None):
     if V is not None:
         check_matrix("V", V, None, D)
     check_same_dtype_device({"tokens": tokens, "U": U, "V": V})
-    if V is None:
-        _check_scores(tokens, queries.shape[-2], tokens.shape[-2], "queries")
+    Q, L = queries.shape[-2], tokens.shape[-2]
+    step = chunk_size or _fast.auto_chunk_size(tokens, Q) or L if stream else L
+    _check_scores(tokens, Q, step, "queries")
 
 
 def _check_attention(tokens, queries, U, V, *, weights=None, chunk_size=None):
-    """:func:`_check_weights_args` with a value matrix V and a positive ``chunk_size`` or None; the
-    scores of one chunk (a long prompt is streamed) fit in memory."""
+    """:func:`_check_weights_args` with a value matrix V and a positive ``chunk_size`` or None."""
     check_positive_int("chunk_size", chunk_size, allow_none=True)
-    _check_weights_args(tokens, queries, U, weights=weights, V=as_tensor_arg("V", V))
-    Q = queries.shape[-2]
-    step = chunk_size or _fast.auto_chunk_size(tokens, Q) or tokens.shape[-2]
-    _check_scores(tokens, Q, step, "queries")
+    _check_weights_args(
+        tokens, queries, U, weights=weights, V=V, chunk_size=chunk_size, stream=True
+    )
+
+
+def _check_linear(tokens, queries, U, V, *, weights=None):
+    _check_weights_args(tokens, queries, U, weights=weights, V=V)
 
 
 @validated_by(_check_weights_args)
@@ -245,7 +256,7 @@ def softmax_attention(tokens, queries, U, V, *, weights=None, chunk_size=None):
     return check_result_finite(mean @ V.mT, "tokens", tokens)
 
 
-@validated_by(_check_attention)
+@validated_by(_check_linear)
 def linear_attention(tokens, queries, U, V, *, weights=None):
     """Normalised linear attention ``(1/L) sum_i (z_i^T U z) V z_i`` (Section 2 of the paper).
 
@@ -362,7 +373,8 @@ class TiltedSums:
 def _run_tilted_sums(tokens, a, weights, step, *, second=False) -> TiltedSums:
     """:class:`TiltedSums` over checked ``tokens`` in chunks of ``step`` tokens."""
     sums = TiltedSums.__new__(TiltedSums)._start(a, second)
-    for start in range(0, tokens.shape[-2], step):
+    work = tokens.numel() * a.shape[-2] * (1 + second * tokens.shape[-1])
+    for start in progress(range(0, tokens.shape[-2], step), work=work, rate=1e8):
         w = None if weights is None else weights[..., start : start + step]
         sums._update(tokens[..., start : start + step, :], w)
     return sums

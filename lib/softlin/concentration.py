@@ -132,11 +132,8 @@ def sample_errors(
     """
     z = queries.expand(n_prompts, *queries.shape[-2:])  # (P, Q, D)
     a = z @ U.mT  # (P, Q, D): the tilt U z of each query
-    sums, D, chunk = (
-        TiltedSums(a, second=jacobians),
-        z.shape[-1],
-        _chunk(L, *z.shape[:2], chunk_size),
-    )
+    D, chunk = z.shape[-1], _chunk(L, *z.shape[:2], chunk_size)
+    sums = TiltedSums(a, second=jacobians)
     for start in progress(range(0, L, chunk), work=n_prompts * L * D):
         c = min(chunk, L - start)
         sums.update(measure.sample(n_prompts * c, generator=generator).reshape(n_prompts, c, D))

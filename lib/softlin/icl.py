@@ -341,10 +341,8 @@ def finite_prompt_risk(
     noise_var = check_real("noise_var", noise_var, nonneg=True)
     check_dtype_device(dtype, None, optional_dtype=True)
     dtype = Sigma.dtype if dtype is None else dtype
-    sizes, n = (
-        f"L = {L}, n_prompts = {n_prompts}, batch_size = {batch_size}",
-        min(batch_size, n_prompts),
-    )
+    sizes = f"L = {L}, n_prompts = {n_prompts}, batch_size = {batch_size}"
+    n = min(batch_size, n_prompts)
     check_draws(sizes, L * n_prompts, what="prompt tokens")
     per_prompt = 2 * (d + 1) * (L + 1) + d + 3 * As.shape[0] * (L + d)  # tokens, then scores
     check_memory(sizes, n * per_prompt * 8, device=Sigma.device, what="one batch of prompts")

@@ -25,6 +25,7 @@ from ._checks import (
     check_real,
     check_str,
 )
+from ._progress import progress
 from .measures import check_measure
 
 __all__ = [
@@ -76,7 +77,7 @@ def measure_itemsize(measure) -> int:
 
 
 def _batches(measure, L, n_prompts, per_batch, generator):
-    for start in range(0, n_prompts, per_batch):
+    for start in progress(range(0, n_prompts, per_batch), work=n_prompts * L * measure.dim):
         n = min(per_batch, n_prompts - start)
         yield measure.sample(n * L, generator=generator).reshape(n, L, measure.dim)
 

@@ -122,7 +122,12 @@ def small_multiples(
     Returns the matplotlib Figure. Raises ValueError for an empty grid, TypeError for a non-dict entry.
     """
     check_callable("plot", plot)
-    if not isinstance(grid, (list, tuple)) or not all(isinstance(g, dict) for g in grid):
+    if isinstance(grid, (str, bytes, dict)) or not hasattr(grid, "__iter__"):
+        raise TypeError(
+            f"grid must be a list of dicts of parameter values, got {type(grid).__name__}"
+        )
+    grid = list(grid)
+    if not all(isinstance(g, dict) for g in grid):
         raise TypeError("grid must be a list of dicts of parameter values")
     if not grid:
         raise ValueError("grid must hold at least one parameter dict, got an empty list")
