@@ -13,6 +13,10 @@
    wrong answer (``tools/exercise_checks.py``; hidden cells, read by ``tests/test_exercises.py``).
 3. Write the status page (execution time of every chapter, package versions) into the stage.
 4. Turn execution off in the staged config and run ``jupyter-book build -W --keep-going`` on the stage.
+5. Convert the site's downloadable notebooks (``_sources/**.ipynb``) for plain front ends, as Colab's
+   (``tools/colab_notebooks.py``): *Download .ipynb* gives no MyST markup, with the outputs.
+
+Every kernel talks to papermill over IPC (:class:`LocalKernelManager`), not TCP on localhost.
 
 Any failing cell or any Sphinx warning makes this script exit non-zero. Usage::
 

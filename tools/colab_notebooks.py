@@ -397,10 +397,10 @@ class Converter:
             kind, number, title = target["kind"], target["number"], target["title"]
             if kind == "section":
                 text = title
-            elif numref or kind == "figure":
+            elif number is not None:  # as the site writes it: "Fig. 5.3", "Exercise 5.1"
                 text = self.name(kind, number)
-            else:  # {ref} or {prf:ref} of an exercise or a theorem: its number and its title
-                text = self.name(kind, number) + (f" ({title})" if title else "")
+            else:  # an unnumbered block: its kind and title
+                text = self.name(kind, None) + (f" ({title})" if title else "")
         elif numref and target["number"] is not None:
             text = text.replace("%s", target["number"]).replace("{number}", target["number"])
         return f"[{text}]({self.site}{target['page']}.html#{label})"
@@ -428,6 +428,10 @@ class Converter:
         if role in ("ref", "numref", "prf:ref", "eq"):
             return self.link(target, text, numref=role == "numref")
         raise ValueError(f"{page}: no plain-Markdown form for the role {{{role}}}")
+
+    def inline(self, text: str, page: str) -> str:
+        """A title's plain form: its roles written out, the TeX macros expanded."""
+        return self.expand_macros(ROLE.sub(lambda m: self.role(m, page), text))
 
     def expand_macros(self, text: str) -> str:
         for name, value in self.macros.items():
@@ -467,13 +471,16 @@ class Converter:
             state["removed"] = state.get("removed", 0) + 1
             return ""
         body = self.convert_markdown(block["body"], page, state)
-        arg = self.expand_macros(ROLE.sub(lambda m: self.role(m, page), arg))
+        arg = self.inline(arg, page)
         if name == "exercise":
             title = f"**{self.name('exercise', number)}**" + (f" ({arg})" if arg else "")
             return f"{anchor}{title}\n\n{quote(body)}"
         if name == "solution":
             target = self.labels.get(block["arg"].strip())
-            of = self.name("exercise", target["number"]) if target else "the exercise"
+            of = "the exercise"
+            if target:  # as the site titles it: "Solution to Exercise 5.1 (its title)"
+                of = self.name("exercise", target["number"])
+                of += f" ({self.inline(target['title'], page)})" if target["title"] else ""
             return details(f"Solution to {of}", body)
         if name.startswith("prf:"):
             kind = name[4:]
@@ -563,6 +570,8 @@ def convert_site_downloads(root: Path, html: Path, commit: str | None = None) ->
         if not target.is_file():
             continue
         nb = nbformat.read(target, as_version=4)
+        if "softlin" in nb.metadata:  # converted already (a second call on the same site)
+            continue
         nb.cells = [c for c in nb.cells if "injected-parameters" not in tags(c)]
         nbformat.write(conv.convert(nb, page), target)
         done.append(target)
