@@ -128,9 +128,7 @@ def test_every_captioned_figure_is_followed_by_its_number_and_caption(md, conver
 
 def test_the_setup_cell_installs_the_commit_it_was_converted_from(converter):
     md = CHAPTERS[0]
-    nb = converter.convert(
-        nbformat.read(md.with_suffix(".ipynb"), as_version=4), f"book/{md.stem}"
-    )
+    nb = converter.convert(nbformat.read(md.with_suffix(".ipynb"), as_version=4), f"book/{md.stem}")
     setup = next(c for c in nb.cells if c.cell_type == "code")
     assert setup.source == setup_code(COMMIT)
     url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
@@ -150,7 +148,9 @@ def test_roles_become_links_to_the_site_and_citations_the_reference(converter):
     )
     text = markdown(nb)
     site = converter.site
-    assert re.search(rf"\[Fig\. 1\.\d+\]\({re.escape(site)}book/01_measure_view\.html#fig-ch1-", text)
+    assert re.search(
+        rf"\[Fig\. 1\.\d+\]\({re.escape(site)}book/01_measure_view\.html#fig-ch1-", text
+    )
     assert "[Boursier and Boyer (2026)](https://arxiv.org/abs/2512.11784)" in text
     assert "<details>\n<summary><b>Solution to Exercise 1.1 (" in text
 
@@ -257,7 +257,7 @@ def convert_planted(root, page, audience="colab"):
 
 
 def test_numbers_follow_the_sites_counters(planted_book):
-    conv, nb = convert_planted(planted_book, "book/02_b")
+    _, nb = convert_planted(planted_book, "book/02_b")
     text = markdown(nb)
     # per kind and per numbered chapter; :nonumber: blocks take no number
     assert '<a id="thm-ch2"></a>**Theorem 2.1** (A statement)' in text

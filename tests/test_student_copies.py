@@ -41,7 +41,11 @@ def test_a_student_copy_holds_no_myst_no_answer_key_and_no_solution(md):
     assert cn.raw_myst(markdown(nb)) == [], f"{md.stem}: MyST left in the copy"
     assert answer_key_cells(nb) == [], f"{md.stem}: answer-key code in {answer_key_cells(nb)}"
     text = "\n".join(c.source for c in nb.cells)
-    assert "{solution}" not in text and "Solution to" not in text and "<details>\n<summary><b>Sol" not in text
+    assert (
+        "{solution}" not in text
+        and "Solution to" not in text
+        and "<details>\n<summary><b>Sol" not in text
+    )
     assert removed == len(re.findall(r"^(`{3,}|:{3,})\{solution\}", markdown(source), re.M))
     for label, code in exercise_checks.solutions(source).items():
         last = [line for line in code.strip().splitlines() if line.startswith("answer")]

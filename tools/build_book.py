@@ -578,7 +578,9 @@ def main(argv=None) -> int:
         try:
             done = colab_notebooks.convert_site_downloads(root, stage / "_build" / "html")
         except (KeyError, ValueError) as exc:
-            print(f"the site's downloadable notebooks could not be converted: {exc}", file=sys.stderr)
+            print(
+                f"the site's downloadable notebooks could not be converted: {exc}", file=sys.stderr
+            )
             return 1
         print(f"converted the site's {len(done)} downloadable notebook(s) for plain front ends")
     return rc

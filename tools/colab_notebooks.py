@@ -252,6 +252,32 @@ def toc_numbers(root: Path) -> dict[str, tuple[int, ...]]:
     return out
 
 
+class _PageCount:
+    """Gives the numbered blocks of one page their numbers, in document order, as Sphinx does: one
+    counter per kind (``prf_realtyp_to_countertyp`` may share one between kinds) and per section number
+    (the chapter's, or () for every unnumbered page), shared with the pages counted before."""
+
+    def __init__(self, conv, page: str, secnum: tuple, counters: Counter):
+        self.conv, self.page, self.secnum, self.counters = conv, page, secnum, counters
+        self.seen: Counter = Counter()
+
+    def __call__(self, kind: str, label: str | None, title: str, numbered: bool = True) -> None:
+        self.seen[kind] += 1
+        value = None
+        if numbered:
+            key = (self.conv.counter_of.get(kind, kind), self.secnum)
+            self.counters[key] += 1
+            value = ".".join(map(str, (*self.secnum, self.counters[key])))
+        self.conv.numbers[(self.page, kind, self.seen[kind])] = value
+        if label:
+            self.conv.labels[label] = {
+                "page": self.page,
+                "kind": kind,
+                "number": value,
+                "title": title,
+            }
+
+
 class Converter:
     """Converts the Markdown of the book's pages, with an index of every label and number they define.
 
@@ -285,9 +311,8 @@ class Converter:
     def _index(self) -> None:
         import jupytext
 
-        pages = toc_numbers(self.root)
-        secnums = {p: n[: self.secnum_depth] for p, n in pages.items()}
-        counters: Counter = Counter()  # (kind, section number) -> last number given
+        secnums = {p: n[: self.secnum_depth] for p, n in toc_numbers(self.root).items()}
+        counters: Counter = Counter()  # (counter kind, section number) -> last number given
         for page in toc_files(self.root / "_toc.yml"):
             md = self.root / f"{page}.md"
             if not md.is_file():
@@ -297,33 +322,13 @@ class Converter:
             self.titles[page] = heading.group(1).strip() if heading else page
             nb = jupytext.read(md) if "kernelspec" in text[:600] else None
             cells = nb.cells if nb else [nbformat.v4.new_markdown_cell(text)]
-            seen: Counter = Counter()
-
-            def number(kind, label, title, numbered=True):
-                seen[kind] += 1
-                value = None
-                if numbered:
-                    counter = self.counter_of.get(kind, kind)
-                    counters[(counter, secnums.get(page, ()))] += 1
-                    value = ".".join(
-                        map(str, (*secnums.get(page, ()), counters[(counter, secnums[page])]))
-                    )
-                self.numbers[(page, kind, seen[kind])] = value
-                if label:
-                    self.labels[label] = {
-                        "page": page,
-                        "kind": kind,
-                        "number": value,
-                        "title": title,
-                    }
-
-            secnums.setdefault(page, ())
+            count = _PageCount(self, page, secnums.get(page, ()), counters)
             for cell in cells:
                 if cell.cell_type == "code":
                     fig = figure_of(cell)
                     if shows_figure(cell):
                         # Sphinx numbers a figure only when it has an id (mystnb: figure: name)
-                        number("figure", fig.get("name"), fig["caption"], bool(fig.get("name")))
+                        count("figure", fig.get("name"), fig["caption"], bool(fig.get("name")))
                     continue
                 if cell.cell_type != "markdown":
                     continue
@@ -335,9 +340,9 @@ class Converter:
                         "number": None,
                         "title": m["title"].strip(),
                     }
-                self._index_directives(cell.source, number)
+                self._index_directives(cell.source, count)
 
-    def _index_directives(self, text: str, number) -> None:
+    def _index_directives(self, text: str, count) -> None:
         """Number the directives of ``text`` in document order (a block before the blocks inside it)."""
         for block in parse_blocks(text):
             if isinstance(block, str):
@@ -345,10 +350,10 @@ class Converter:
             name, options = block["name"], block["options"]
             label, numbered = options.get("label"), "nonumber" not in options
             if name == "exercise":
-                number("exercise", label, block["arg"], numbered)
+                count("exercise", label, block["arg"], numbered)
             elif name.startswith("prf:") and name != "prf:proof":
-                number(name[4:], label, block["arg"], numbered)
-            self._index_directives(block["body"], number)
+                count(name[4:], label, block["arg"], numbered)
+            self._index_directives(block["body"], count)
 
     def _references(self) -> dict[str, str]:
         """{bibtex key: "Authors (year)" as Markdown, linked to its DOI, arXiv page or URL}."""

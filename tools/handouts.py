@@ -177,16 +177,18 @@ FIND_JS = r"""
 """
 
 SHRINK_BY_TEXT_JS = r"""
-([text, room]) => {""" + FIND_JS + r"""
+([text, room]) => {
+  FIND_JS
   const block = find(text);
   if (!block || block.dataset.softlinKeep || !window.softlinShrink) return null;
   const scale = window.softlinShrink(block, room);
   return scale ? {block: name(block), scale: +scale.toFixed(2)} : null;
 }
-"""
+""".replace("FIND_JS", FIND_JS)
 
 RESTORE_BY_TEXT_JS = r"""
-(text) => {""" + FIND_JS + r"""
+(text) => {
+  FIND_JS
   const block = find(text);
   if (!block) return null;
   for (const e of [block, ...block.querySelectorAll('[data-softlin-natural]')]) {
@@ -197,7 +199,7 @@ RESTORE_BY_TEXT_JS = r"""
   block.dataset.softlinKeep = '1';
   return {block: name(block), restored: true};
 }
-"""
+""".replace("FIND_JS", FIND_JS)
 
 FOOTER = (
     '<div style="font-size:8px; width:100%; margin:0 12mm; color:#555; display:flex; '
@@ -253,16 +255,8 @@ def print_pages(site: Path, pages: list[str], out: Path, titles: dict[str, str])
             target = out / f"{name}.pdf"
             target.parent.mkdir(parents=True, exist_ok=True)
 
-            def pdf():
-                page.pdf(
-                    path=str(target),
-                    format="A4",
-                    print_background=True,
-                    display_header_footer=True,
-                    header_template="<span></span>",
-                    footer_template=FOOTER.format(title=escape(titles[name])),
-                    margin={k: f"{v}mm" for k, v in MARGIN.items()},
-                )
+            def pdf(page=page, target=target, title=titles[name]):
+                print_pdf(page, target, title)
 
             # Print, find the first page (the last apart) more than MAX_BLANK blank, shrink the block
             # kept whole that opens the next page (it did not fit) to fit the room left, print again;
@@ -324,6 +318,19 @@ def first_line(pdf: Path, number: int) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), "")
 
 
+def print_pdf(page, target: Path, title: str) -> None:
+    """Print the open ``page`` (playwright) to ``target``: A4, the title and page numbers below."""
+    page.pdf(
+        path=str(target),
+        format="A4",
+        print_background=True,
+        display_header_footer=True,
+        header_template="<span></span>",
+        footer_template=FOOTER.format(title=escape(title)),
+        margin={k: f"{v}mm" for k, v in MARGIN.items()},
+    )
+
+
 def blank_fractions(pdf: Path, dpi: int = 40) -> list[float]:
     """The blank fraction of each page of ``pdf``: the share of the printable area's height (margins and
     footer excluded) below the page's last row of ink. Renders the pages with ``pdftoppm``."""
@@ -345,7 +352,7 @@ def blank_fractions(pdf: Path, dpi: int = 40) -> list[float]:
             area = img[top:bottom]
             # a row holds ink when a few of its pixels are dark: text, a figure, a rule; not the
             # light background of a code cell, nor the one-pixel border line of a box cut by the page
-            inked = np.nonzero(((area < 200).sum(axis=1) >= 4))[0]
+            inked = np.nonzero((area < 200).sum(axis=1) >= 4)[0]
             last = inked[-1] + 1 if inked.size else 0
             out.append(1 - last / area.shape[0])
         return out
@@ -395,9 +402,8 @@ def main(argv=None) -> int:
             blanks = done["blank"] or blank_fractions(target)
             worst = max(blanks[:-1], default=0.0)
             over = [f"p{i} {b:.0%}" for i, b in enumerate(blanks[:-1], 1) if b > 0.30]
-            line += (
-                f"; {len(blanks)} pages, most blank (last excepted) {worst:.0%}"
-                + (f", over 30 %: {', '.join(over)}" if over else "")
+            line += f"; {len(blanks)} pages, most blank (last excepted) {worst:.0%}" + (
+                f", over 30 %: {', '.join(over)}" if over else ""
             )
         print(line)
     return 1 if failed else 0

@@ -110,7 +110,9 @@ def student_copy(
     conv = converter or converter_for(ROOT)
     if isinstance(ipynb, nbformat.NotebookNode):
         if page is None:
-            raise ValueError("student_copy of a notebook needs its page (e.g. 'book/01_measure_view')")
+            raise ValueError(
+                "student_copy of a notebook needs its page (e.g. 'book/01_measure_view')"
+            )
         nb = ipynb
     else:
         nb = nbformat.read(ipynb, as_version=4)
