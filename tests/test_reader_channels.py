@@ -13,10 +13,17 @@ offline, and measured:
   book" BibTeX block and the licence; the footer names the licence;
 * a chapter page loads at most 3.5 MB (the sum of the files it requests), without the theme's 1.49 MB
   ``fontawesome.js``, and its icons still render (Font Awesome's web font);
-* on the site, a self-check says where it runs ("run this cell in Colab or Jupyter").
+* on the site, a self-check says where it runs ("run this cell in Colab or Jupyter");
+* at 390 px no formula, inline or displayed, is clipped: it is whole, or sits in a box that scrolls
+  sideways and shows it (``softlin-scrolls``: its content fades out at the edge with more behind it);
+  code cells wrap their long lines (no sideways scroll) at 13 px;
+* the converted notebooks (Colab, the site's download, student copies) number figures, exercises and
+  theorems as the built page does, and the site's *Download .ipynb* is that conversion, with outputs;
+* the handouts of lessons 1 and 5 and of lab 5 (``tools/handouts.py``), rendered as images: no page but
+  the last more than 30 % blank at its bottom, no printed table wider than the page (so none wraps).
 
-The measures are written to ``_build/reader-report.json``; screenshots at both widths to
-``_build/screenshots/reader/``.
+The measures are written to ``_build/reader-report.json`` (the handouts' to
+``_build/handout-report.json``); screenshots at both widths to ``_build/screenshots/reader/``.
 """
 
 from __future__ import annotations

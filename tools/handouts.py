@@ -169,10 +169,6 @@ FIND_JS = r"""
     }
     return null;
   };
-  const opening = (block) => {
-    const e = block.querySelector(OPENERS);
-    return e ? (e.innerText || '').trim().slice(0, 60) : '';
-  };
   const name = (b) => b.tagName.toLowerCase() + (b.id ? '#' + b.id : '');
 """
 
