@@ -150,24 +150,42 @@ TABLES_JS = r"""
 """
 
 # Blocks are found by the text that opens them on a printed page (a figure's caption, an explorer's note,
-# a table's first cell: a picture has no text), compared on letters and digits only. SHRINK_BY_TEXT_JS
-# shrinks the block kept whole that opens the page after a page more than MAX_BLANK blank, to fit that
-# page's room; RESTORE_BY_TEXT_JS gives one its size back (it did not move up: it cannot end the page
-# before) and never shrinks it again.
+# a table's first cell: a picture has no text; or a heading, which goes with the block after it),
+# compared on letters and digits only. SHRINK_BY_TEXT_JS acts on the block that opens the page after a
+# page more than MAX_BLANK blank: a figure, explorer or table output is shrunk to fit that page's room;
+# an exercise or table kept whole because it is short is let continue on the next page.
+# RESTORE_BY_TEXT_JS undoes that when the block did not move up, and marks it to be left alone.
 FIND_JS = r"""
   const key = (t) => (t || '').normalize('NFKD').replace(/[^A-Za-z0-9]/g, '');
   const art = document.querySelector('article.bd-article') || document.querySelector('main');
   const KEEP = 'figure, .softlin-explorer, .cell_output table';
-  const OPENERS = 'figcaption, .softlin-explorer-print, caption, th, td, p, pre';
-  const find = (text) => {
+  const WHOLE = '.exercise, table';  // kept whole when short (SETUP_JS)
+  const OPENERS = 'h1, h2, h3, h4, figcaption, .softlin-explorer-print, caption, th, td, p, pre';
+  const opener = (text) => {
     const want = key(text).slice(0, 30);
     if (want.length < 8) return null;
     for (const e of art.querySelectorAll(OPENERS)) {
       const have = key(e.innerText);
-      if (have.startsWith(want) || (have.length >= 8 && want.startsWith(have)))
-        return e.closest(KEEP);
+      if (have.startsWith(want) || (have.length >= 8 && want.startsWith(have))) return e;
     }
     return null;
+  };
+  // the block an opening text belongs to, and the height of what comes before it on that page (a
+  // heading that moved with it)
+  const find = (text) => {
+    const e = opener(text);
+    if (!e) return null;
+    if (!/^H\d$/.test(e.tagName)) {
+      const block = e.closest(KEEP) || e.closest(WHOLE);
+      return block ? {block, before: 0} : null;
+    }
+    const all = [...art.querySelectorAll(KEEP + ', ' + WHOLE + ', p, pre, li')];
+    const next = all.find(x => (e.compareDocumentPosition(x) & Node.DOCUMENT_POSITION_FOLLOWING) &&
+                               x.offsetParent !== null);
+    if (!next) return null;
+    const block = next.closest(KEEP) || next.closest(WHOLE);
+    if (!block) return null;
+    return {block, before: block.getBoundingClientRect().top - e.getBoundingClientRect().top};
   };
   const name = (b) => b.tagName.toLowerCase() + (b.id ? '#' + b.id : '');
 """
@@ -175,22 +193,36 @@ FIND_JS = r"""
 SHRINK_BY_TEXT_JS = r"""
 ([text, room]) => {
   FIND_JS
-  const block = find(text);
-  if (!block || block.dataset.softlinKeep || !window.softlinShrink) return null;
-  const scale = window.softlinShrink(block, room);
-  return scale ? {block: name(block), scale: +scale.toFixed(2)} : null;
+  const found = find(text);
+  if (!found || found.block.dataset.softlinKeep) return null;
+  const {block, before} = found;
+  if (block.matches(KEEP) && window.softlinShrink) {
+    const scale = window.softlinShrink(block, room - before);
+    return scale ? {block: name(block), scale: +scale.toFixed(2)} : null;
+  }
+  if (block.matches(WHOLE) && getComputedStyle(block).breakInside === 'avoid') {
+    block.style.setProperty('break-inside', 'auto', 'important');
+    block.dataset.softlinReleased = '1';
+    return {block: name(block), released: true};
+  }
+  return null;
 }
 """.replace("FIND_JS", FIND_JS)
 
 RESTORE_BY_TEXT_JS = r"""
 (text) => {
   FIND_JS
-  const block = find(text);
-  if (!block) return null;
+  const found = find(text);
+  if (!found) return null;
+  const block = found.block;
   for (const e of [block, ...block.querySelectorAll('[data-softlin-natural]')]) {
     if (!e.dataset.softlinNatural) continue;
     ['max-height', 'width', 'font-size'].forEach(k => e.style.removeProperty(k));
     delete e.dataset.softlinNatural;
+  }
+  if (block.dataset.softlinReleased) {
+    block.style.setProperty('break-inside', 'avoid', 'important');
+    delete block.dataset.softlinReleased;
   }
   block.dataset.softlinKeep = '1';
   return {block: name(block), restored: true};
@@ -270,8 +302,10 @@ def print_pages(site: Path, pages: list[str], out: Path, titles: dict[str, str])
                     break
                 k = gappy[0]
                 opener = firsts[k + 1]
-                room = blanks[k] * height - 24  # the blank, less two lines' worth of slack
-                done = page.evaluate(SHRINK_BY_TEXT_JS, [opener, room])
+                # the blank, less two lines' worth of slack; one fifth of a line when that is what
+                # it takes (the reprint shows whether it fitted)
+                done = page.evaluate(SHRINK_BY_TEXT_JS, [opener, blanks[k] * height - 24])
+                done = done or page.evaluate(SHRINK_BY_TEXT_JS, [opener, blanks[k] * height - 4])
                 if not done:
                     given_up.add(opener)
                     continue
@@ -393,7 +427,13 @@ def main(argv=None) -> int:
             failed = True
             line += f"; printed tables wider than the page: {tables['not_fitting'][:3]}"
         if changes:
-            line += f" ({len(changes)} block(s) shrunk to fit a page's room)"
+            shrunk = sum("scale" in c for c in changes)
+            line += f" ({shrunk} block(s) shrunk to fit a page's room"
+            line += (
+                f", {len(changes) - shrunk} let continue on the next page)"
+                if len(changes) > shrunk
+                else ")"
+            )
         if args.measure:
             blanks = done["blank"] or blank_fractions(target)
             worst = max(blanks[:-1], default=0.0)
