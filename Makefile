@@ -51,11 +51,13 @@ bench: $(STAMP)
 sync: $(STAMP)
 	for f in book/[0-9]*.md; do $(VENV)/bin/jupytext --sync "$$f"; done
 
-## Student copies of the notebooks, solutions removed: _build/student-notebooks/ and a zip.
+## Student copies of the lessons (solutions removed) and of their labs, converted for plain notebook front
+## ends as Colab's (tools/colab_notebooks.py): _build/student-notebooks/ and a zip.
 students: $(STAMP)
 	$(PY) tools/student_notebooks.py
 
-## One PDF per chapter from the built site (headless Chromium, the site's print style): _build/handouts/.
+## One PDF per lesson and per lab from the built site (headless Chromium, the site's print style):
+## _build/handouts/NN_name.pdf and _build/handouts/labs/NN_name.pdf.
 handouts: $(STAMP)
 	test -f _build/stage/_build/html/index.html || $(MAKE) book
 	$(PY) tools/handouts.py

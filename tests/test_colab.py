@@ -1,10 +1,13 @@
 """Every chapter's student notebook runs in a Colab-like fresh environment, installing ``softlin`` itself.
 
 What runs is the student copy that ``make students`` hands out (``tools/student_notebooks.py``: the paired
-``book/*.ipynb`` with the folded solutions removed, the exercises' key and check cells kept). Its code cells
-are checked to be exactly those of the paired notebook that Colab opens, so running it covers both; after
-the run, every ``exercise-check`` cell must have run its check (it prints "No answer yet" for the
-``answer = None`` it starts with).
+``book/**.ipynb`` converted for plain front ends by ``tools/colab_notebooks.py``, the conversion that also
+makes what Colab opens, with the folded solutions removed and the exercises' check cells kept). Its code
+cells are checked to be exactly those of the paired notebook, except the setup cell, which the conversion
+pins to the commit it was made from (the template of ``tools/new_chapter.py`` at that commit), so running
+it covers the Colab notebook too; after the run, every ``exercise-check`` cell must have run its check (it
+prints "No answer yet" for the ``answer = None`` it starts with). The kernels talk over IPC
+(``build_book.LocalKernelManager``), as the build's do.
 
 The environment (``_build/colab-venv``, cached and reused while the pins do not change) holds only what
 Colab has by default and this book uses: torch, numpy, matplotlib and ipywidgets, plus ipykernel, the
@@ -220,22 +223,30 @@ def test_student_notebook_runs_in_a_fresh_colab_like_environment(
     import exercise_checks
     import nbformat
     import papermill
+    from build_book import LocalKernelManager
+    from new_chapter import setup_code
     from student_notebooks import student_copy
 
     paired = md.with_suffix(".ipynb")
+    page = md.relative_to(ROOT).with_suffix("").as_posix()
     assert paired.exists(), f"{paired.name} is missing (jupytext --sync {md.relative_to(ROOT)})"
     student, _ = student_copy(paired)
     code = [(c.source, c.metadata.get("tags", [])) for c in student.cells if c.cell_type == "code"]
-    assert code == [
+    source = [
         (c.source, c.metadata.get("tags", []))
         for c in nbformat.read(paired, as_version=4).cells
         if c.cell_type == "code"
-    ], f"{md.stem}: the student copy changed the code cells"
+    ]
+    commit = student.metadata["softlin"]["converted_from"]
+    assert code[0][0] == (setup_code(commit) if commit != "main" else source[0][0]), (
+        f"{md.stem}: the student copy's setup cell is not the template at its commit"
+    )
+    assert code[1:] == source[1:], f"{md.stem}: the student copy changed the code cells"
     # Each check is also tried on its folded solution and on a wrong answer (tools/exercise_checks.py):
     # the harness cells, hidden, carry the solution code; the copy is then stripped as a student's is.
     tried = nbformat.read(paired, as_version=4)
     n_checks = exercise_checks.inject(tried)
-    tried, _ = student_copy(tried)
+    tried, _ = student_copy(tried, page=page)
     ipynb = tmp_path / paired.name
     nbformat.write(tried, ipynb)
     if "softlin" in freeze():
@@ -261,6 +272,7 @@ def test_student_notebook_runs_in_a_fresh_colab_like_environment(
                 str(out),
                 parameters={"mode": "fast"},
                 kernel_name=KERNEL,
+                kernel_manager_class=LocalKernelManager,  # IPC, no TCP: no transport warning
                 cwd=str(tmp_path),
                 progress_bar=False,
                 log_output=False,

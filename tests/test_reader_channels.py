@@ -13,10 +13,17 @@ offline, and measured:
   book" BibTeX block and the licence; the footer names the licence;
 * a chapter page loads at most 3.5 MB (the sum of the files it requests), without the theme's 1.49 MB
   ``fontawesome.js``, and its icons still render (Font Awesome's web font);
-* on the site, a self-check says where it runs ("run this cell in Colab or Jupyter").
+* on the site, a self-check says where it runs ("run this cell in Colab or Jupyter");
+* at 390 px no formula, inline or displayed, is clipped: it is whole, or sits in a box that scrolls
+  sideways and shows it (``softlin-scrolls``: its content fades out at the edge with more behind it);
+  code cells wrap their long lines (no sideways scroll) at 13 px;
+* the converted notebooks (Colab, the site's download, student copies) number figures, exercises and
+  theorems as the built page does, and the site's *Download .ipynb* is that conversion, with outputs;
+* the handouts of lessons 1 and 5 and of lab 5 (``tools/handouts.py``), rendered as images: no page but
+  the last more than 30 % blank at its bottom, no printed table wider than the page (so none wraps).
 
-The measures are written to ``_build/reader-report.json``; screenshots at both widths to
-``_build/screenshots/reader/``.
+The measures are written to ``_build/reader-report.json`` (the handouts' to
+``_build/handout-report.json``); screenshots at both widths to ``_build/screenshots/reader/``.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
-from build_book import lessons, toc_files
+from build_book import lessons, notebook_chapters, toc_files
 from conftest import chromium_path
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
@@ -48,6 +55,44 @@ READY_JS = """() => {
   const maths = document.querySelectorAll('main .math').length;
   const typeset = document.querySelectorAll('main .math mjx-container').length;
   return (maths === 0 || typeset >= maths) && [...document.images].every(i => i.complete);
+}"""
+
+# At 390 px: every formula, inline or displayed, is either shown whole or sits in a box that scrolls
+# sideways and shows it (class softlin-scrolls: edge shadows and a thin bar); a formula that pokes out of
+# a box that clips it (the theme's admonitions and span.math have overflow: hidden) is "clipped".
+# Code cells: no sideways scroll, and a font of at least 12 px.
+PHONE_JS = r"""() => {
+  const main = document.querySelector('article.bd-article') || document.querySelector('main');
+  const facts = {clipped: [], scrolls_unmarked: [], scrolls_marked: 0, code_scrolls: [], code_px: []};
+  const check = (m, kind) => {
+    // the formula's extent is its rendering (mjx-math), not MathJax's hidden MathML copy
+    const r = (m.querySelector('mjx-math') || m).getBoundingClientRect();
+    if (!r.width) return;
+    for (let a = m; a && a !== document.body; a = a.parentElement) {
+      const ox = getComputedStyle(a).overflowX;
+      if (ox === 'visible') continue;
+      const box = a.getBoundingClientRect();
+      if (r.left >= box.left - 1 && r.right <= box.right + 1) continue;  // whole in this box
+      if (ox === 'auto' || ox === 'scroll') {  // cut by a box that scrolls: it must show it does
+        if (a.classList.contains('softlin-scrolls')) facts.scrolls_marked++;
+        else facts.scrolls_unmarked.push(kind + ': ' + (m.textContent || '').slice(0, 60));
+      } else {
+        facts.clipped.push({kind, text: (m.textContent || '').slice(0, 60), right: Math.round(r.right),
+                            box: Math.round(box.right), clip: a.tagName + '.' + a.className.split(' ')[0]});
+      }
+      return;
+    }
+    if (r.right > window.innerWidth + 1) facts.clipped.push({kind, text: m.textContent.slice(0, 60),
+                                                              right: Math.round(r.right), box: 'viewport'});
+  };
+  main.querySelectorAll('mjx-container').forEach(m =>
+    check(m, m.getAttribute('display') === 'true' ? 'display' : 'inline'));
+  main.querySelectorAll('div.cell_input pre').forEach(pre => {
+    if (!pre.offsetParent) return;
+    if (pre.scrollWidth > pre.clientWidth + 1) facts.code_scrolls.push(pre.textContent.slice(0, 60));
+    facts.code_px.push(parseFloat(getComputedStyle(pre).fontSize));
+  });
+  return facts;
 }"""
 
 MEASURE_JS = """() => {
@@ -115,6 +160,7 @@ def reader(built_book):
                     path=str(SHOTS / f"{f.replace('/', '_')}-{width}.png"), full_page=False
                 )
                 if mobile:
+                    facts["phone"] = page.evaluate(PHONE_JS)
                     facts["tap"] = tap_a_figure(page)
                 else:
                     facts["solution"] = click_a_solution_title(page)
@@ -172,6 +218,22 @@ def test_no_page_is_wider_than_a_phone(reader, f):
     assert facts["page_width"] <= facts["viewport"], (f, facts["page_width"], facts["viewport"])
 
 
+@pytest.mark.parametrize("f", PAGES)
+def test_no_formula_is_clipped_on_a_phone(reader, f):
+    """Inline and display math at 390 px: whole, or in a box that scrolls and shows that it does."""
+    phone = reader[(f, 390)]["phone"]
+    assert phone["clipped"] == [], phone["clipped"][:5]
+    assert phone["scrolls_unmarked"] == [], phone["scrolls_unmarked"][:5]
+
+
+@pytest.mark.parametrize("f", PAGES)
+def test_code_is_readable_on_a_phone(reader, f):
+    """Code cells at 390 px wrap their long lines instead of scrolling, at 12 px or more."""
+    phone = reader[(f, 390)]["phone"]
+    assert phone["code_scrolls"] == [], phone["code_scrolls"][:5]
+    assert all(px >= 12 for px in phone["code_px"]), sorted(phone["code_px"])[:3]
+
+
 @pytest.mark.parametrize("f", CHAPTERS)
 def test_a_tapped_figure_opens_at_full_size_on_a_phone(reader, f):
     tap = reader[(f, 390)]["tap"]
@@ -219,25 +281,124 @@ def test_self_checks_say_where_they_run(reader, f):
     assert "run this cell in Colab or Jupyter to check your answer" in text
 
 
-@pytest.mark.parametrize("stem", ["01_measure_view", "05_icl_linear_regression"])
-def test_a_handout_has_no_empty_first_page(built_book, stem, tmp_path):
+HANDOUTS = ["01_measure_view", "05_icl_linear_regression", "labs/05_icl_linear_regression"]
+
+
+def poppler() -> bool:
+    """Whether pdftoppm and pdftotext (Debian's poppler-utils) are here, installed when root."""
+    import os
     import shutil
     import subprocess
-    import sys
 
-    if shutil.which("pdftotext") is None:
-        pytest.skip("pdftotext (poppler-utils) is not installed")
+    if shutil.which("pdftoppm") and shutil.which("pdftotext"):
+        return True
+    if os.geteuid() == 0 and shutil.which("apt-get"):
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        subprocess.run(["apt-get", "install", "-y", "-qq", "poppler-utils"], env=env,
+                       capture_output=True, check=False)  # fmt: skip
+    return bool(shutil.which("pdftoppm") and shutil.which("pdftotext"))
+
+
+@pytest.fixture(scope="module")
+def handouts(built_book, tmp_path_factory):
+    """The handouts of lessons 1 and 5 and of lab 5, printed from the built site, with their pages'
+    blank fractions (rendered as images) and the first page's text."""
+    import subprocess
+
+    import handouts as tool
+
+    if not poppler():
+        pytest.fail("pdftoppm/pdftotext are needed: apt-get install -y poppler-utils")
     _, _, stage = built_book
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "handouts.py"), stem, "--site",
-         str(stage / "_build" / "html"), "--out", str(tmp_path)],
-        check=False,
-        capture_output=True, text=True,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    first = subprocess.run(
-        ["pdftotext", "-f", "1", "-l", "1", "-layout", str(tmp_path / f"{stem}.pdf"), "-"],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
-    lines = [line for line in first.splitlines() if line.strip()]
-    assert len(lines) >= 25, f"{stem}: the first page holds {len(lines)} lines of text"
+    out = tmp_path_factory.mktemp("handouts")
+    printed = tool.print_pages(stage / "_build" / "html", HANDOUTS, out, tool.handout_pages(ROOT))
+    facts = {}
+    for page, done in zip(HANDOUTS, printed):
+        first = subprocess.run(
+            ["pdftotext", "-f", "1", "-l", "1", "-layout", str(done["pdf"]), "-"],
+            capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        facts[page] = {**done, "blank": tool.blank_fractions(done["pdf"]), "first": first}
+    report = {
+        p: {"pages": len(f["blank"]), "blank": [round(b, 3) for b in f["blank"]],
+            "changes": f["changes"], "tables": f["tables"]}
+        for p, f in facts.items()
+    }  # fmt: skip
+    (ROOT / "_build" / "handout-report.json").write_text(json.dumps(report, indent=1))
+    return facts
+
+
+@pytest.mark.parametrize("page", HANDOUTS)
+def test_a_handout_has_no_empty_first_page(handouts, page):
+    """A handout of several pages does not start with a page holding little (a first block pushed to
+    page 2); a one-page handout (a short lab) is its own last page."""
+    lines = [line for line in handouts[page]["first"].splitlines() if line.strip()]
+    if len(handouts[page]["blank"]) > 1:
+        assert len(lines) >= 15, f"{page}: the first page holds {len(lines)} lines of text"
+    else:
+        assert lines, f"{page}: the handout is empty"
+
+
+@pytest.mark.parametrize("page", HANDOUTS)
+def test_no_handout_page_is_more_than_30_percent_blank(handouts, page):
+    """Every page but the last is at most 30 % blank at its bottom (figures kept whole with their
+    captions are shrunk to fit the room left rather than leaving it empty; sections start a page
+    rather than leave their heading at the bottom of one)."""
+    blank = handouts[page]["blank"]
+    over = {n: round(b, 2) for n, b in enumerate(blank[:-1], 1) if b > 0.30}
+    assert not over, f"{page}: pages more than 30 % blank (of {len(blank)}): {over}"
+
+
+@pytest.mark.parametrize("page", HANDOUTS)
+def test_printed_tables_fit_the_page_without_wrapping(handouts, page):
+    tables = handouts[page]["tables"]
+    assert tables["not_fitting"] == [], tables["not_fitting"][:3]
+
+
+NOTEBOOKS = [str(p.relative_to(ROOT).with_suffix("")) for p in notebook_chapters(ROOT)]
+CAPTION_NUMBER = re.compile(r'<span class="caption-number">([^<]*?)\s*</span>')
+
+
+@pytest.mark.parametrize("f", NOTEBOOKS)
+def test_the_plain_notebooks_number_as_the_site_does(built_book, f):
+    """Every numbered figure, exercise and theorem-like block of a page carries, in the converted
+    notebooks (Colab, download, student copies), the number the built site gives it: per page, the
+    site's sequence of "Fig. 5.1", "Exercise 5.1", "Theorem 5.1", ... equals the converter's."""
+    import colab_notebooks as cn
+
+    _, _, stage = built_book
+    html = (stage / "_build" / "html" / f"{f}.html").read_text()
+    # the caption numbers of the article (not the solutions' links or the toc), in document order
+    article = html[html.find("<article") : html.find("</article>")]
+    site = [n for n in CAPTION_NUMBER.findall(article) if re.search(r"\d", n)]
+    conv = cn.Converter(ROOT, commit="")
+    ours = [  # the converter's numbers of the page, in document order (the order they were counted)
+        conv.name(kind, number)
+        for (page, kind, _), number in conv.numbers.items()
+        if page == f and number is not None
+    ]
+    assert site == ours, f"{f}: the site numbers {site}, the converted notebooks {ours}"
+
+
+@pytest.mark.parametrize("f", NOTEBOOKS)
+def test_the_sites_download_is_the_plain_notebook_with_its_outputs(built_book, f):
+    """*Download .ipynb* (the theme's button: ``_sources/<page>.ipynb``) gives the conversion Colab
+    opens: no MyST left, a caption cell under every captioned figure, and the outputs the site shows."""
+    import colab_notebooks as cn
+    import nbformat
+
+    _, _, stage = built_book
+    nb = nbformat.read(stage / "_build" / "html" / "_sources" / f"{f}.ipynb", as_version=4)
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert cn.raw_myst(text) == [], cn.raw_myst(text)[:5]
+    figures = [c for c in nb.cells if cn.shows_figure(c)]
+    captions = [c for c in nb.cells if cn.CAPTION_TAG in c.metadata.get("tags", [])]
+    assert len(captions) == len(figures)
+    executed = nbformat.read(stage / f"{f}.ipynb", as_version=4)  # what the site shows
+    with_outputs = [c.source for c in nb.cells if c.cell_type == "code" and c.get("outputs")]
+    assert with_outputs == [
+        c.source for c in executed.cells
+        if c.cell_type == "code" and c.get("outputs")
+        and "injected-parameters" not in c.metadata.get("tags", [])
+    ], f"{f}: the download lost outputs"  # fmt: skip
+    assert nb.metadata["softlin"]["audience"] == "colab"

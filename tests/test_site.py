@@ -39,7 +39,7 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 import pytest
 import yaml
-from build_book import lessons, notebook_chapters, page_name, toc_files
+from build_book import labs, lessons, notebook_chapters, page_name, toc_files
 from conftest import chromium_path
 from PIL import Image
 
@@ -611,7 +611,7 @@ def test_status_page_lists_every_chapter_with_its_time(site):
         assert pkg in status, f"the status page does not give the version of {pkg}"
 
 
-def test_handouts_print_one_pdf_per_chapter(site, tmp_path):
+def test_handouts_print_one_pdf_per_lesson_and_lab(site, tmp_path):
     import subprocess
     import sys
 
@@ -630,8 +630,9 @@ def test_handouts_print_one_pdf_per_chapter(site, tmp_path):
         check=False,
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    chapters = [md.stem for md in lessons(ROOT)]
-    for stem in chapters:
-        pdf = (out / f"{stem}.pdf").read_bytes()
+    for md in [*lessons(ROOT), *labs(ROOT)]:  # a handout per lesson, and per lab beside it
+        pdf = (out / f"{page_name(md)}.pdf").read_bytes()
         pages = len(re.findall(rb"/Type\s*/Page[^s]", pdf))
-        assert pdf.startswith(b"%PDF") and pages >= 2, f"{stem}.pdf: {pages} page(s)"
+        assert pdf.startswith(b"%PDF") and pages >= 1, f"{page_name(md)}.pdf: {pages} page(s)"
+        if md in lessons(ROOT):
+            assert pages >= 2, f"{page_name(md)}.pdf: {pages} page(s)"

@@ -1,41 +1,78 @@
-"""Student copies hold the exercises and their check calls, never an answer key.
+"""Student copies read as the site does and hold the exercises and their check calls, never an answer key.
 
-``tools/student_notebooks.py`` removes the folded solutions; the keys are computed by
-``softlin.book.exercises`` from the label of each ``answer_check("<label>", answer, ...)`` call, so no cell
-of a chapter computes one. :func:`student_notebooks.answer_key_cells` finds answer-key code in a notebook
-(the tool refuses to write such a copy); it is shown to catch a planted key cell. Whether every check
-still accepts its solution and rejects a wrong answer in a fresh Colab-like environment is tested in
+``tools/student_notebooks.py`` makes them with the one conversion for plain front ends
+(``tools/colab_notebooks.py``, ``audience="student"``): no MyST construct is left, exercises are numbered
+as on the site, the folded solutions are gone, and every lesson has its lab beside it. The keys are
+computed by ``softlin.book.exercises`` from the label of each ``answer_check("<label>", answer, ...)``
+call, so no cell of a page computes one. :func:`student_notebooks.answer_key_cells` finds answer-key
+code in a notebook (the tool refuses to write such a copy); it is shown to catch a planted key cell, and
+the tool is shown to refuse a page with a construct it cannot convert. Whether every check still accepts
+its solution and rejects a wrong answer in a fresh Colab-like environment is tested in
 ``tests/test_colab.py``.
 """
 
 from __future__ import annotations
 
+import re
+import shutil
 from pathlib import Path
 
+import colab_notebooks as cn
 import exercise_checks
 import nbformat
 import pytest
-from build_book import notebook_chapters, page_name
+from build_book import is_lab, is_lesson, lab_of, lessons, notebook_chapters, page_name
 from softlin.book.exercises import KEYS
 from student_notebooks import answer_key_cells, main, student_copy
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = notebook_chapters(ROOT)
+PAGES = [md for md in CHAPTERS if is_lesson(md) or is_lab(md)]
 
 
-@pytest.mark.parametrize("md", CHAPTERS, ids=page_name)
-def test_a_student_copy_holds_no_answer_key_and_no_solution(md):
-    nb, _ = student_copy(md.with_suffix(".ipynb"))
+def markdown(nb) -> str:
+    return "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+
+
+@pytest.mark.parametrize("md", PAGES, ids=page_name)
+def test_a_student_copy_holds_no_myst_no_answer_key_and_no_solution(md):
+    nb, removed = student_copy(md.with_suffix(".ipynb"))
+    source = nbformat.read(md.with_suffix(".ipynb"), as_version=4)
+    assert cn.raw_myst(markdown(nb)) == [], f"{md.stem}: MyST left in the copy"
     assert answer_key_cells(nb) == [], f"{md.stem}: answer-key code in {answer_key_cells(nb)}"
     text = "\n".join(c.source for c in nb.cells)
-    assert "{solution}" not in text
-    for label, code in exercise_checks.solutions(
-        nbformat.read(md.with_suffix(".ipynb"), as_version=4)
-    ).items():
+    assert (
+        "{solution}" not in text
+        and "Solution to" not in text
+        and "<details>\n<summary><b>Sol" not in text
+    )
+    assert removed == len(re.findall(r"^(`{3,}|:{3,})\{solution\}", markdown(source), re.M))
+    for label, code in exercise_checks.solutions(source).items():
         last = [line for line in code.strip().splitlines() if line.startswith("answer")]
         assert not last or last[-1] not in text, (
             f"{md.stem}: {label}'s solution line is in the copy"
         )
+    # exercises numbered as on the site, one title per exercise of the source
+    n_exercises = len(re.findall(r"^(`{3,}|:{3,})\{exercise\}", markdown(source), re.M))
+    numbers = re.findall(r"\*\*Exercise (\d+(?:\.\d+)*)\*\*", markdown(nb))
+    assert len(numbers) == n_exercises, (md.stem, numbers)
+    if is_lesson(md):
+        chapter = {n.split(".")[0] for n in numbers}
+        assert len(chapter) <= 1 and all("." in n for n in numbers), numbers
+
+
+def test_every_lesson_has_its_lab_beside_it_in_the_student_folder(tmp_path):
+    assert main(["--out", str(tmp_path / "students")]) == 0
+    written = sorted(
+        p.relative_to(tmp_path / "students").with_suffix("").as_posix()
+        for p in (tmp_path / "students").rglob("*.ipynb")
+    )
+    expected = sorted(page_name(md) for md in PAGES)
+    assert written == expected
+    for lesson in lessons(ROOT):
+        if lab_of(lesson).exists():
+            assert page_name(lab_of(lesson)) in written
+    assert (tmp_path / "students.zip").is_file()
 
 
 def test_every_check_call_names_a_registered_key_and_every_key_is_used():
@@ -49,7 +86,17 @@ def test_every_check_call_names_a_registered_key_and_every_key_is_used():
                 assert found, f"{md.stem}: a check cell without answer_check(label, answer, ...)"
                 used.append(found[0])
     assert sorted(used) == sorted(KEYS), (sorted(used), sorted(KEYS))
-    assert len(used) == 15
+
+
+def copy_of_the_book(dest: Path) -> Path:
+    """The sources the conversion reads (config, toc, every page and its pair, the bibliography)."""
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy2(ROOT / name, dest / name)
+    for src in (ROOT / "book").rglob("*"):
+        if src.suffix in (".md", ".ipynb", ".bib") and "_build" not in src.parts:
+            (dest / src.relative_to(ROOT)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / src.relative_to(ROOT))
+    return dest
 
 
 @pytest.mark.parametrize(
@@ -61,17 +108,29 @@ def test_every_check_call_names_a_registered_key_and_every_key_is_used():
         "%time\ncheck_ex_ch1_one_token = answer_check(lambda: 1.0)",
     ],
 )
-def test_a_planted_key_cell_is_found_and_refused(planted, tmp_path, monkeypatch, capsys):
-    nb = nbformat.read(CHAPTERS[0].with_suffix(".ipynb"), as_version=4)
+def test_a_planted_key_cell_is_found_and_refused(planted, tmp_path, capsys):
+    book = copy_of_the_book(tmp_path)
+    first = CHAPTERS[0]
+    ipynb = book / first.relative_to(ROOT).with_suffix(".ipynb")
+    nb = nbformat.read(ipynb, as_version=4)
     nb.cells.insert(5, nbformat.v4.new_code_cell(planted, metadata={"tags": ["remove-cell"]}))
     assert answer_key_cells(nb) == [f"cell 5: {planted.splitlines()[0]}"]
-    book = tmp_path / "book"
-    book.mkdir()
-    nbformat.write(nb, book / CHAPTERS[0].with_suffix(".ipynb").name)
-    import student_notebooks
-
-    monkeypatch.setattr(
-        student_notebooks, "notebook_chapters", lambda root: [book / CHAPTERS[0].name]
-    )
-    assert main(["--out", str(tmp_path / "out")]) == 1
+    nbformat.write(nb, ipynb)
+    assert main(["--root", str(book), "--out", str(tmp_path / "out"), page_name(first)]) == 1
     assert "refusing to write a student copy" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "planted",
+    ["```{margin}\nA side note.\n```", "See {abbr}`MGF (moment generating function)`."],
+)
+def test_a_planted_construct_the_conversion_cannot_write_is_refused(planted, tmp_path, capsys):
+    book = copy_of_the_book(tmp_path)
+    first = CHAPTERS[0]
+    ipynb = book / first.relative_to(ROOT).with_suffix(".ipynb")
+    nb = nbformat.read(ipynb, as_version=4)
+    nb.cells.insert(3, nbformat.v4.new_markdown_cell(planted))
+    nbformat.write(nb, ipynb)
+    assert main(["--root", str(book), "--out", str(tmp_path / "out"), page_name(first)]) == 1
+    assert "no plain-Markdown form" in capsys.readouterr().err
+    assert not (tmp_path / "out" / f"{page_name(first)}.ipynb").exists()

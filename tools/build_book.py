@@ -13,7 +13,11 @@
    wrong answer (``tools/exercise_checks.py``; hidden cells, read by ``tests/test_exercises.py``).
 3. Write the status page (execution time of every chapter, package versions) into the stage.
 4. Turn execution off in the staged config and run ``jupyter-book build -W --keep-going`` on the stage.
-5. Build the lessons' slide decks from the executed lessons into the site (``tools/slides.py``).
+5. Convert the site's downloadable notebooks (``_sources/**.ipynb``) for plain front ends, as Colab's
+   (``tools/colab_notebooks.py``): *Download .ipynb* gives no MyST markup, with the outputs.
+6. Build the lessons' slide decks from the executed lessons into the site (``tools/slides.py``).
+
+Every kernel talks to papermill over IPC (:class:`LocalKernelManager`), not TCP on localhost.
 
 Any failing cell or any Sphinx warning makes this script exit non-zero. Usage::
 
@@ -40,7 +44,9 @@ from multiprocessing import get_context
 from pathlib import Path
 
 import yaml
+from jupyter_client.manager import AsyncKernelManager
 from softlin.book.modes import MODES
+from traitlets import default
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import exercise_checks
@@ -174,6 +180,20 @@ def failed_cell(path: Path) -> str:
     return ""
 
 
+class LocalKernelManager(AsyncKernelManager):
+    """The kernel manager of every notebook the book runs: the kernel talks to its client over IPC
+    (Unix sockets in Jupyter's private runtime folder) instead of TCP on localhost. Over TCP without
+    CurveZMQ keys ipykernel warns, once per kernel, that the traffic is unencrypted; a kernel that runs on
+    the same machine as its client needs no network at all, so the warning's cause is removed rather
+    than the warning filtered. Pass it as ``kernel_manager_class`` to papermill or nbclient."""
+
+    @default("transport")
+    def _default_transport(self):
+        import zmq
+
+        return "ipc" if zmq.has("ipc") else "tcp"  # ZeroMQ has no IPC transport on Windows
+
+
 def nbformat_read(path):
     import nbformat
 
@@ -240,6 +260,7 @@ def execute_one(
             parameters={"mode": mode, "device": device, **(extra or {})},
             cwd=str(Path(out_path).parent),
             kernel_name="python3",
+            kernel_manager_class=LocalKernelManager,
             progress_bar=False,
             log_output=False,
             execution_timeout=timeout,
@@ -553,6 +574,18 @@ def main(argv=None) -> int:
     print(
         f"jupyter-book build: rc={rc} in {time.perf_counter() - t1:.1f} s; site: {stage / '_build' / 'html'}"
     )
+    if rc == 0:
+        # The site's "Download .ipynb" gives what Colab opens (tools/colab_notebooks.py), with outputs.
+        import colab_notebooks
+
+        try:
+            done = colab_notebooks.convert_site_downloads(root, stage / "_build" / "html")
+        except (KeyError, ValueError) as exc:
+            print(
+                f"the site's downloadable notebooks could not be converted: {exc}", file=sys.stderr
+            )
+            return 1
+        print(f"converted the site's {len(done)} downloadable notebook(s) for plain front ends")
     if rc == 0 and root == ROOT:  # the lessons' slide decks, from this build's executed lessons
         import slides
 

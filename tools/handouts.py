@@ -1,27 +1,60 @@
 #!/usr/bin/env python
-"""Print every chapter of the built site to a PDF handout, with headless Chromium (no TeX).
+"""Print every lesson and every lab of the built site to a PDF handout, with headless Chromium (no TeX).
 
-    python tools/handouts.py                        # every numbered chapter of _toc.yml -> _build/handouts/
+    python tools/handouts.py                  # every lesson and lab of _toc.yml -> _build/handouts/
+    python tools/handouts.py 05_icl_linear_regression labs/05_icl_linear_regression --measure
     python tools/handouts.py 03_concentration --site _build/stage/_build/html --out /tmp/h
 
-``make handouts`` runs this after building the site when there is none (``make book``). Each page is
-opened offline, MathJax and the explorers are waited for, and Chromium prints it with the site's print
-style (``book/_ext/static/book_site.css``: the article only, no sidebars, header or buttons; figures,
-equations and explorers kept whole; explorers at their default picture, without controls; folded code and
-solutions left out), on A4 with the chapter title and page numbers in the footer.
+``make handouts`` runs this after building the site when there is none (``make book``). A lesson's
+handout is ``NN_name.pdf``, its lab's ``labs/NN_name.pdf``. Each page is opened offline, MathJax and the
+explorers are waited for, and Chromium prints it with the site's print style
+(``book/_ext/static/book_site.css``: the article only, no sidebars, header or buttons; figures with
+their captions, equations and explorers kept whole; explorers at their default picture, without
+controls; folded code and solutions left out), on A4 with the page's title and page numbers in the
+footer. Before printing, at the width of the printed page:
+
+* printed tables (text outputs whose columns are aligned by spaces, and tables that cells print) get a
+  font small enough that no column wraps (``softlinFitPrint`` of ``softlin-reader.js``, which also runs
+  when a reader prints from the browser); a table or exercise shorter than 30 % of a page is kept whole,
+  a longer one may continue on the next page;
+* the page stays as shown (folded blocks folded; the page's own print handlers, which open every
+  folded block, are not run), with every web font loaded, so that each print lays it out the same.
+
+Then it is printed, and each page's blank fraction measured on the PDF (:func:`blank_fractions`). While
+a page (the last apart) is more than ``MAX_BLANK`` blank, the block kept whole that opens the next page
+(a figure with its caption, an explorer, a table output: it did not fit the room left) is shrunk to fit
+that room, never below ``MIN_SCALE`` of its height (a caption keeps its size), and the page printed
+again; a block that still does not move up gets its size back. Figures are kept whole with their
+captions, headings with what follows them; code and printed output may continue on the next page.
+
+``--measure`` renders each PDF's pages as images (``pdftoppm`` of poppler-utils) and prints the blank
+fraction at the bottom of every page (:func:`blank_fractions`).
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from html import escape
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build_book import ROOT, chapter_title, lessons
+from build_book import ROOT, chapter_title, is_lab, is_lesson, notebook_chapters, page_name
+
+MM = 96 / 25.4  # CSS pixels per millimetre
+PAPER = {"width": 210, "height": 297}  # A4, mm
+MARGIN = {"top": 14, "bottom": 16, "left": 12, "right": 12}  # mm
+#: The smallest a figure, explorer or equation is shrunk to, as a fraction of its printed height.
+MIN_SCALE = 0.5
+#: The most a printed page (the last apart) may be blank at its bottom before the block that opens the
+#: next page is shrunk to end it; at most MAX_ROUNDS reprints per handout.
+MAX_BLANK = 0.28
+MAX_ROUNDS = 16
 
 READY_JS = """() => {
   const maths = document.querySelectorAll('main .math').length;
@@ -31,6 +64,171 @@ READY_JS = """() => {
     explorers.every(e => e.classList.contains('softlin-explorer-ready'));
 }"""
 
+# The page's own reactions to printing (beforeprint/afterprint: the theme's toggles open every folded
+# block, then close them again) would change the layout between its measurement and the print, and
+# differently at each print: in a handout the page stays as it is shown, folded blocks folded (the
+# print style leaves them out, like folded code and solutions), explorers at their default picture
+# (as loaded), printed tables fitted by softlinFitPrint, called here.
+NO_PRINT_EVENTS_JS = """
+(() => {
+  const add = window.addEventListener;
+  window.addEventListener = function (type, listener, options) {
+    if (type === 'beforeprint' || type === 'afterprint') return;
+    return add.call(this, type, listener, options);
+  };
+})();
+"""
+
+LOAD_FONTS_JS = """async () => {
+  await Promise.all([...document.fonts].map(f => f.load().catch(() => null)));
+  await document.fonts.ready;
+}"""
+
+# Set-up of the page for printing: a table or an exercise is kept whole on a page when short (under 30 % of
+# a page), a longer one may continue on the next page between two rows or lines rather than leave a gap
+# its size; and window.softlinShrink(block, room), which shrinks a block kept whole (a figure with its
+# caption, an explorer, a table output) so that it and the space before it take at most `room` pixels:
+# its pictures' height is scaled from their natural height (a caption keeps its size), never below
+# minScale; a block without a picture gets a smaller font. Returns the scale, or 0 when it cannot.
+SETUP_JS = r"""
+([H, minScale]) => {
+  const art = document.querySelector('article.bd-article') || document.querySelector('main');
+  const CONTENT = 'p, li, pre, figure, img, table, div.math, h1, h2, h3, h4, dt, dd, blockquote, ' +
+                  '.softlin-explorer, .admonition-title, caption, figcaption';
+  for (const e of art.querySelectorAll('table, .exercise')) {
+    const short = e.getBoundingClientRect().height < 0.3 * H;
+    e.style.setProperty('break-inside', short ? 'avoid' : 'auto', 'important');
+  }
+  const gapBefore = (e) => {  // the margins between a block and the content before it
+    const top = e.getBoundingClientRect().top;
+    let bottom = -Infinity;
+    for (const c of art.querySelectorAll(CONTENT)) {
+      if (e.contains(c) || c.contains(e)) continue;
+      const r = c.getBoundingClientRect();
+      if (r.height && r.bottom <= top + 1 && r.bottom > bottom) bottom = r.bottom;
+    }
+    return bottom === -Infinity ? 0 : Math.max(0, top - bottom);
+  };
+  window.softlinShrink = (e, room) => {
+    const gap = gapBefore(e);
+    const imgs = e.matches('img') ? [e] : [...e.querySelectorAll('img')];
+    const height = e.getBoundingClientRect().height;
+    const natural = (i) => +(i.dataset.softlinNatural || i.getBoundingClientRect().height);
+    if (imgs.length) {
+      const full = imgs.reduce((s, i) => s + natural(i), 0);
+      const current = imgs.reduce((s, i) => s + i.getBoundingClientRect().height, 0);
+      const scale = (room - gap - (height - current)) / full;
+      if (!(scale >= minScale && scale * full < current - 1)) return 0;
+      imgs.forEach(i => {
+        const h = natural(i);
+        i.dataset.softlinNatural = String(h);
+        i.style.setProperty('max-height', (h * scale).toFixed(1) + 'px', 'important');
+        i.style.setProperty('width', 'auto', 'important'); });
+      return scale;
+    }
+    const scale = (room - gap) / natural(e);
+    if (!(scale >= minScale && scale * natural(e) < height - 1)) return 0;
+    e.dataset.softlinNatural = String(natural(e));
+    e.style.fontSize = (100 * scale).toFixed(1) + '%';
+    return scale;
+  };
+}
+"""
+
+# After the print fit: every printed table (text output aligned by spaces, or a table a cell printed)
+# keeps one line per row (white-space: pre) and fits the printed column; those that do not are listed.
+TABLES_JS = r"""
+() => {
+  const tables = [...document.querySelectorAll('main .cell_output pre, main .cell_output table')]
+    .filter(e => e.offsetParent !== null && (e.tagName === 'TABLE' || /\S {2,}\S/.test(e.textContent)));
+  const bad = tables.filter(e => !e.classList.contains('softlin-print-table') ||
+                                 e.scrollWidth > e.parentElement.clientWidth + 1)
+    .map(e => ({text: e.textContent.trim().slice(0, 60), width: e.scrollWidth,
+                room: e.parentElement.clientWidth, fitted: e.classList.contains('softlin-print-table')}));
+  return {tables: tables.length, not_fitting: bad};
+}
+"""
+
+# Blocks are found by the text that opens them on a printed page (a figure's caption, an explorer's note,
+# a table's first cell: a picture has no text; or a heading, which goes with the block after it),
+# compared on letters and digits only. SHRINK_BY_TEXT_JS acts on the block that opens the page after a
+# page more than MAX_BLANK blank: a figure, explorer or table output is shrunk to fit that page's room;
+# an exercise or table kept whole because it is short is let continue on the next page.
+# RESTORE_BY_TEXT_JS undoes that when the block did not move up, and marks it to be left alone.
+FIND_JS = r"""
+  const key = (t) => (t || '').normalize('NFKD').replace(/[^A-Za-z0-9]/g, '');
+  const art = document.querySelector('article.bd-article') || document.querySelector('main');
+  const KEEP = 'figure, .softlin-explorer, .cell_output table';
+  const WHOLE = '.exercise, table';  // kept whole when short (SETUP_JS)
+  const OPENERS = 'h1, h2, h3, h4, figcaption, .softlin-explorer-print, caption, th, td, p, pre';
+  const opener = (text) => {
+    const want = key(text).slice(0, 30);
+    if (want.length < 8) return null;
+    for (const e of art.querySelectorAll(OPENERS)) {
+      const have = key(e.innerText);
+      if (have.startsWith(want) || (have.length >= 8 && want.startsWith(have))) return e;
+    }
+    return null;
+  };
+  // the block an opening text belongs to, and the height of what comes before it on that page (a
+  // heading that moved with it)
+  const find = (text) => {
+    const e = opener(text);
+    if (!e) return null;
+    if (!/^H\d$/.test(e.tagName)) {
+      const block = e.closest(KEEP) || e.closest(WHOLE);
+      return block ? {block, before: 0} : null;
+    }
+    const all = [...art.querySelectorAll(KEEP + ', ' + WHOLE + ', p, pre, li')];
+    const next = all.find(x => (e.compareDocumentPosition(x) & Node.DOCUMENT_POSITION_FOLLOWING) &&
+                               x.offsetParent !== null);
+    if (!next) return null;
+    const block = next.closest(KEEP) || next.closest(WHOLE);
+    if (!block) return null;
+    return {block, before: block.getBoundingClientRect().top - e.getBoundingClientRect().top};
+  };
+  const name = (b) => b.tagName.toLowerCase() + (b.id ? '#' + b.id : '');
+"""
+
+SHRINK_BY_TEXT_JS = r"""
+([text, room]) => {
+  FIND_JS
+  const found = find(text);
+  if (!found || found.block.dataset.softlinKeep) return null;
+  const {block, before} = found;
+  if (block.matches(KEEP) && window.softlinShrink) {
+    const scale = window.softlinShrink(block, room - before);
+    return scale ? {block: name(block), scale: +scale.toFixed(2)} : null;
+  }
+  if (block.matches(WHOLE) && getComputedStyle(block).breakInside === 'avoid') {
+    block.style.setProperty('break-inside', 'auto', 'important');
+    block.dataset.softlinReleased = '1';
+    return {block: name(block), released: true};
+  }
+  return null;
+}
+""".replace("FIND_JS", FIND_JS)
+
+RESTORE_BY_TEXT_JS = r"""
+(text) => {
+  FIND_JS
+  const found = find(text);
+  if (!found) return null;
+  const block = found.block;
+  for (const e of [block, ...block.querySelectorAll('[data-softlin-natural]')]) {
+    if (!e.dataset.softlinNatural) continue;
+    ['max-height', 'width', 'font-size'].forEach(k => e.style.removeProperty(k));
+    delete e.dataset.softlinNatural;
+  }
+  if (block.dataset.softlinReleased) {
+    block.style.setProperty('break-inside', 'avoid', 'important');
+    delete block.dataset.softlinReleased;
+  }
+  block.dataset.softlinKeep = '1';
+  return {block: name(block), restored: true};
+}
+""".replace("FIND_JS", FIND_JS)
+
 FOOTER = (
     '<div style="font-size:8px; width:100%; margin:0 12mm; color:#555; display:flex; '
     'justify-content:space-between;"><span>{title}</span>'
@@ -39,8 +237,6 @@ FOOTER = (
 
 
 def chromium() -> str:
-    import shutil
-
     for name in ("chromium", "chromium-browser", "google-chrome"):
         if shutil.which(name):
             return shutil.which(name)
@@ -49,23 +245,27 @@ def chromium() -> str:
     )
 
 
-def print_pages(
-    site: Path, stems: list[str], out: Path, titles: dict[str, str]
-) -> list[tuple[Path, float]]:
+def print_pages(site: Path, pages: list[str], out: Path, titles: dict[str, str]) -> list[dict]:
+    """Print each page (``01_measure_view``, ``labs/01_measure_view``) of the site to ``out``; return,
+    per page, {pdf, seconds, changes (what the pagination shrank or moved), tables (how many printed
+    tables, and those that do not fit the printed column)}."""
     from playwright.sync_api import sync_playwright
 
-    out.mkdir(parents=True, exist_ok=True)
+    width = round((PAPER["width"] - MARGIN["left"] - MARGIN["right"]) * MM)
+    height = (PAPER["height"] - MARGIN["top"] - MARGIN["bottom"]) * MM
     written = []
     with sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=chromium(), args=["--no-sandbox", "--disable-gpu"]
         )
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        # the printed page's width, so that the layout measured here is the one Chromium prints
+        context = browser.new_context(viewport={"width": width, "height": 1000})
         context.route(
             re.compile(r"^(https?|wss?)://"), lambda route: route.abort()
         )  # offline, as a copy is
-        for stem in stems:
-            page_file = site / "book" / f"{stem}.html"
+        context.add_init_script(NO_PRINT_EVENTS_JS)
+        for name in pages:
+            page_file = site / "book" / f"{name}.html"
             if not page_file.exists():
                 sys.exit(f"{page_file} does not exist: build the site first (make book)")
             t0 = time.perf_counter()
@@ -73,20 +273,131 @@ def print_pages(
             page.goto(page_file.as_uri(), wait_until="load")
             page.wait_for_function(READY_JS, timeout=60_000)
             page.emulate_media(media="print")
-            target = out / f"{stem}.pdf"
-            page.pdf(
-                path=str(target),
-                format="A4",
-                print_background=True,
-                display_header_footer=True,
-                header_template="<span></span>",
-                footer_template=FOOTER.format(title=escape(titles[stem])),
-                margin={"top": "14mm", "bottom": "16mm", "left": "12mm", "right": "12mm"},
-            )
+            # Every web font now, not when the first print asks for it: a font that arrives during a
+            # print changes the layout after it was measured.
+            page.evaluate(LOAD_FONTS_JS)
+            page.evaluate("() => window.softlinFitPrint && window.softlinFitPrint()")
+            tables = page.evaluate(TABLES_JS)
+            page.evaluate(SETUP_JS, [height, MIN_SCALE])
+            changes = []
+            target = out / f"{name}.pdf"
+            target.parent.mkdir(parents=True, exist_ok=True)
+
+            def pdf(page=page, target=target, title=titles[name]):
+                print_pdf(page, target, title)
+
+            # Print, find the first page (the last apart) more than MAX_BLANK blank, shrink the block
+            # kept whole that opens the next page (it did not fit) to fit the room left, print again;
+            # a block that still opens that page gets its size back and is left as it is.
+            pdf()
+            blanks = blank_fractions(target) if shutil.which("pdftoppm") else []
+            given_up: set[str] = set()
+            for _ in range(MAX_ROUNDS if blanks else 0):
+                firsts = [first_line(target, n) for n in range(1, len(blanks) + 1)]
+                gappy = [
+                    k for k, b in enumerate(blanks[:-1])
+                    if b > MAX_BLANK and firsts[k + 1] not in given_up
+                ]  # fmt: skip
+                if not gappy:
+                    break
+                k = gappy[0]
+                opener = firsts[k + 1]
+                # the blank, less two lines' worth of slack; one fifth of a line when that is what
+                # it takes (the reprint shows whether it fitted)
+                done = page.evaluate(SHRINK_BY_TEXT_JS, [opener, blanks[k] * height - 24])
+                done = done or page.evaluate(SHRINK_BY_TEXT_JS, [opener, blanks[k] * height - 4])
+                if not done:
+                    given_up.add(opener)
+                    continue
+                pdf()
+                after = blank_fractions(target)
+                if any(same_text(opener, first_line(target, n)) for n in (k + 2, k + 3)):
+                    page.evaluate(RESTORE_BY_TEXT_JS, opener)  # it did not move up: no use
+                    given_up.add(opener)
+                    pdf()
+                    after = blank_fractions(target)
+                else:
+                    changes.append({"page": k + 1, "blank": round(blanks[k], 2), **done})
+                blanks = after
             page.close()
-            written.append((target, time.perf_counter() - t0))
+            written.append(
+                {"pdf": target, "seconds": time.perf_counter() - t0, "changes": changes,
+                 "tables": tables, "blank": [float(b) for b in blanks]}
+            )  # fmt: skip
         browser.close()
     return written
+
+
+def same_text(a: str, b: str) -> bool:
+    """Whether two openings of text agree (letters and digits only, on the shorter's first 30)."""
+    import unicodedata
+
+    def key(t):
+        return re.sub(r"[^A-Za-z0-9]", "", unicodedata.normalize("NFKD", t))[:30]
+
+    a, b = key(a), key(b)
+    return min(len(a), len(b)) >= 8 and (a.startswith(b) or b.startswith(a))
+
+
+def first_line(pdf: Path, number: int) -> str:
+    """The first line of text of page ``number`` (from 1) of ``pdf`` (``pdftotext``)."""
+    text = subprocess.run(
+        ["pdftotext", "-f", str(number), "-l", str(number), str(pdf), "-"],
+        capture_output=True, text=True, check=False,
+    ).stdout  # fmt: skip
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+def print_pdf(page, target: Path, title: str) -> None:
+    """Print the open ``page`` (playwright) to ``target``: A4, the title and page numbers below."""
+    page.pdf(
+        path=str(target),
+        format="A4",
+        print_background=True,
+        display_header_footer=True,
+        header_template="<span></span>",
+        footer_template=FOOTER.format(title=escape(title)),
+        margin={k: f"{v}mm" for k, v in MARGIN.items()},
+    )
+
+
+def blank_fractions(pdf: Path, dpi: int = 40) -> list[float]:
+    """The blank fraction of each page of ``pdf``: the share of the printable area's height (margins and
+    footer excluded) below the page's last row of ink. Renders the pages with ``pdftoppm``."""
+    import numpy as np
+    from PIL import Image
+
+    if shutil.which("pdftoppm") is None:
+        raise RuntimeError("pdftoppm is needed: apt-get install -y poppler-utils")
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(
+            ["pdftoppm", "-r", str(dpi), "-gray", "-png", str(pdf), f"{tmp}/p"], check=True
+        )
+        out = []
+        for png in sorted(Path(tmp).glob("p-*.png"), key=lambda p: int(p.stem.split("-")[-1])):
+            img = np.asarray(Image.open(png).convert("L"), dtype=np.int16)
+            px_per_mm = img.shape[0] / PAPER["height"]
+            top = round(MARGIN["top"] * px_per_mm)
+            bottom = img.shape[0] - round(MARGIN["bottom"] * px_per_mm)
+            area = img[top:bottom]
+            # a row holds ink when a few of its pixels are dark: text, a figure, a rule; not the
+            # light background of a code cell, nor the one-pixel border line of a box cut by the page
+            inked = np.nonzero((area < 200).sum(axis=1) >= 4)[0]
+            last = inked[-1] + 1 if inked.size else 0
+            out.append(1 - last / area.shape[0])
+        return out
+
+
+def handout_pages(root: Path = ROOT) -> dict[str, str]:
+    """{page: footer title} of every lesson ("1. The measure view of attention") and lab (its own
+    title, "Lab 1: ..."), in reading order."""
+    titles = {}
+    for n, md in enumerate([m for m in notebook_chapters(root) if is_lesson(m)], 1):
+        titles[page_name(md)] = f"{n}. {chapter_title(md)}"
+    for md in notebook_chapters(root):
+        if is_lab(md):
+            titles[page_name(md)] = chapter_title(md)
+    return titles
 
 
 def main(argv=None) -> int:
@@ -94,21 +405,44 @@ def main(argv=None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument(
-        "chapters", nargs="*", help="chapter stems (default: every numbered chapter of _toc.yml)"
+        "pages", nargs="*", help="pages, e.g. 01_measure_view labs/01_measure_view (default: all)"
     )
     ap.add_argument("--site", type=Path, default=ROOT / "_build" / "stage" / "_build" / "html")
     ap.add_argument("--out", type=Path, default=ROOT / "_build" / "handouts")
+    ap.add_argument(
+        "--measure", action="store_true", help="print the blank fraction of every printed page"
+    )
     args = ap.parse_args(argv)
-    chapters = lessons(ROOT)
-    known = {md.stem: md for md in chapters}
-    stems = args.chapters or list(known)
-    unknown = [s for s in stems if s not in known]
+    titles = handout_pages(ROOT)
+    pages = args.pages or list(titles)
+    unknown = [s for s in pages if s not in titles]
     if unknown:
-        ap.error(f"unknown chapters {unknown}; known: {list(known)}")
-    titles = {s: f"{i}. {chapter_title(known[s])}" for i, s in enumerate(known, 1)}
-    for target, seconds in print_pages(args.site.resolve(), stems, args.out.resolve(), titles):
-        print(f"{target}: {target.stat().st_size / 1e6:.2f} MB in {seconds:.1f} s")
-    return 0
+        ap.error(f"unknown pages {unknown}; known: {list(titles)}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    failed = False
+    for done in print_pages(args.site.resolve(), pages, args.out.resolve(), titles):
+        target, changes, tables = done["pdf"], done["changes"], done["tables"]
+        line = f"{target}: {target.stat().st_size / 1e6:.2f} MB in {done['seconds']:.1f} s"
+        if tables["not_fitting"]:
+            failed = True
+            line += f"; printed tables wider than the page: {tables['not_fitting'][:3]}"
+        if changes:
+            shrunk = sum("scale" in c for c in changes)
+            line += f" ({shrunk} block(s) shrunk to fit a page's room"
+            line += (
+                f", {len(changes) - shrunk} let continue on the next page)"
+                if len(changes) > shrunk
+                else ")"
+            )
+        if args.measure:
+            blanks = done["blank"] or blank_fractions(target)
+            worst = max(blanks[:-1], default=0.0)
+            over = [f"p{i} {b:.0%}" for i, b in enumerate(blanks[:-1], 1) if b > 0.30]
+            line += f"; {len(blanks)} pages, most blank (last excepted) {worst:.0%}" + (
+                f", over 30 %: {', '.join(over)}" if over else ""
+            )
+        print(line)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

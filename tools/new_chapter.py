@@ -44,24 +44,38 @@ def repository_url() -> str:
     return cfg["repository"]["url"]
 
 
-def setup_cell() -> str:
-    """The first code cell of every chapter: installs softlin in Colab (or where SOFTLIN_SOURCE is set)."""
+def setup_code(commit: str | None = None) -> str:
+    """The source of the setup cell, the first code cell of every page: it installs softlin in Colab (or
+    where SOFTLIN_SOURCE is set). The pages on main install from ``main``; a converted notebook
+    (tools/colab_notebooks.py) installs at the ``commit`` it was converted from, and says so."""
     url = repository_url()
-    return f"""```{{code-cell}} ipython3
-:tags: [remove-cell]
-
-# Setup for Colab: install this book's library, softlin, when it is not importable.
-# Elsewhere a no-op. SOFTLIN_SOURCE (a pip requirement: git URL or local path) overrides
+    ref = commit or "main"
+    pinned = (
+        f"# This notebook was converted from commit {commit[:12]} of the book; it installs softlin at\n"
+        "# that commit, so that the notebook and its library agree.\n"
+        if commit
+        else ""
+    )
+    return f"""# Setup for Colab: install this book's library, softlin, when it is not importable.
+{pinned}# Elsewhere a no-op. SOFTLIN_SOURCE (a pip requirement: git URL or local path) overrides
 # where it comes from.
 import importlib, importlib.util, os, sys
 
 SOFTLIN_SOURCE = os.environ.get(
-    "SOFTLIN_SOURCE", "git+{url}@main")
+    "SOFTLIN_SOURCE", "git+{url}@{ref}")
 wanted = "google.colab" in sys.modules or "SOFTLIN_SOURCE" in os.environ
 if wanted and importlib.util.find_spec("softlin") is None:
     %pip install -q {{SOFTLIN_SOURCE}}
     importlib.invalidate_caches()
-```
+"""
+
+
+def setup_cell() -> str:
+    """The setup cell as the MyST pages hold it (installing from main)."""
+    return f"""```{{code-cell}} ipython3
+:tags: [remove-cell]
+
+{setup_code()}```
 """
 
 

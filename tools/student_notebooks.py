@@ -1,14 +1,21 @@
 #!/usr/bin/env python
-"""Write student copies of the chapter notebooks: the paired ``.ipynb`` files with every
-``{solution}`` block removed, into ``_build/student-notebooks/`` and a zip of them. The exercises stay, and
-so do their self-checks: the ``exercise-check`` cell, ``answer_check("<label>", answer, ...)``, where a
-student replaces ``answer = None`` by an answer and runs the cell to be told whether it is right (never
-what the key is). No cell holds a key: ``softlin.book.exercises`` computes it from the label. A notebook
-with a cell that does hold one (a ``check_... = answer_check(...)`` key cell, an ``answer_check`` given a
-callable key) is refused, with the cell named.
+"""Write student copies of the book's notebooks: every lesson with its exercises and no solutions, and
+every lab beside it, into ``_build/student-notebooks/`` (``NN_name.ipynb`` and ``labs/NN_name.ipynb``)
+and a zip of them.
 
-    python tools/student_notebooks.py                 # all chapters of _toc.yml
-    python tools/student_notebooks.py --out DIR 02_infinite_prompt_limit
+The copies come from the one conversion for plain front ends (``tools/colab_notebooks.py``), the one
+that makes what Colab opens and what the site offers for download: no MyST markup, exercises and
+theorems numbered as on the site, every figure's caption under its figure, the setup cell installing
+``softlin`` at the commit the copies were made from. A student copy has, in addition, no ``{solution}``
+at all. The exercises keep their self-checks: the ``exercise-check`` cell,
+``answer_check("<label>", answer, ...)``, where a student replaces ``answer = None`` by an answer and
+runs the cell to be told whether it is right (never what the key is). No cell holds a key:
+``softlin.book.exercises`` computes it from the label. A notebook with a cell that does hold one (a
+``check_... = answer_check(...)`` key cell, an ``answer_check`` given a callable key) is refused, with
+the cell named, and so is one with MyST left in it.
+
+    python tools/student_notebooks.py                       # every lesson and lab of _toc.yml
+    python tools/student_notebooks.py --out DIR 02_infinite_prompt_limit labs/02_infinite_prompt_limit
 
 Hand the zip (or a repository/Drive folder holding these files) to students; the book's site keeps the
 solutions folded in dropdowns for after class. The copies keep the Colab setup cell, so they run in
@@ -26,9 +33,8 @@ from pathlib import Path
 import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build_book import notebook_chapters, page_name
-
-ROOT = Path(__file__).resolve().parents[1]
+from build_book import ROOT, is_lab, is_lesson, notebook_chapters, page_name
+from colab_notebooks import Converter, page_of, raw_myst, uncommitted_library
 
 # A fenced {solution} directive: an opening fence of 3+ backticks or colons, up to the same fence alone
 # on a line.
@@ -38,7 +44,7 @@ SOLUTION = re.compile(
 
 
 def strip_solutions(text: str) -> tuple[str, int]:
-    """``text`` without its ``{solution}`` blocks, and how many were removed."""
+    """MyST ``text`` without its ``{solution}`` blocks, and how many were removed."""
     out, n = SOLUTION.subn("", text)
     return re.sub(r"\n{3,}", "\n\n", out), n
 
@@ -84,17 +90,35 @@ def answer_key_cells(nb) -> list[str]:
     return found
 
 
-def student_copy(ipynb) -> tuple[nbformat.NotebookNode, int]:
-    """The notebook (a path, or a notebook changed in place) without its solutions (every code cell kept
-    as it is), and how many were removed."""
-    nb = ipynb if isinstance(ipynb, nbformat.NotebookNode) else nbformat.read(ipynb, as_version=4)
-    removed = 0
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            cell.source, n = strip_solutions(cell.source)
-            removed += n
-    nb.cells = [c for c in nb.cells if c.cell_type != "markdown" or c.source.strip()]
-    return nb, removed
+_CONVERTERS: dict[Path, Converter] = {}
+
+
+def converter_for(root: Path = ROOT) -> Converter:
+    """The (cached) converter of the book at ``root``."""
+    root = Path(root).resolve()
+    if root not in _CONVERTERS:
+        _CONVERTERS[root] = Converter(root)
+    return _CONVERTERS[root]
+
+
+def student_copy(
+    ipynb, page: str | None = None, converter: Converter | None = None
+) -> tuple[nbformat.NotebookNode, int]:
+    """The student copy of a notebook of the book (a path, or a notebook with its ``page``, e.g.
+    ``book/01_measure_view``): converted for plain front ends, without solutions. Returns the copy and
+    how many solutions it lost."""
+    conv = converter or converter_for(ROOT)
+    if isinstance(ipynb, nbformat.NotebookNode):
+        if page is None:
+            raise ValueError(
+                "student_copy of a notebook needs its page (e.g. 'book/01_measure_view')"
+            )
+        nb = ipynb
+    else:
+        nb = nbformat.read(ipynb, as_version=4)
+        page = page or page_of(Path(ipynb), conv.root)
+    copy = conv.convert(nb, page, audience="student")
+    return copy, copy.metadata["softlin"]["solutions_removed"]
 
 
 def main(argv=None) -> int:
@@ -102,37 +126,53 @@ def main(argv=None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument(
-        "chapters", nargs="*", help="chapter stems (default: every chapter of _toc.yml)"
+        "pages", nargs="*", help="pages, e.g. 01_measure_view labs/01_measure_view (default: all)"
     )
     ap.add_argument("--out", type=Path, default=ROOT / "_build" / "student-notebooks")
+    ap.add_argument("--root", type=Path, default=ROOT, help="the book (default: this one)")
     args = ap.parse_args(argv)
-    chapters = [
-        md for md in notebook_chapters(ROOT) if not args.chapters or page_name(md) in args.chapters
+    root = args.root.resolve()
+    pages = [
+        md
+        for md in notebook_chapters(root)
+        if (is_lesson(md) or is_lab(md)) and (not args.pages or page_name(md) in args.pages)
     ]
+    conv = converter_for(root)
+    if conv.commit and uncommitted_library(root):
+        print(
+            f"note: lib/ has uncommitted changes; the copies install softlin at {conv.commit[:12]}",
+            file=sys.stderr,
+        )
     args.out.mkdir(parents=True, exist_ok=True)
     archive = args.out.with_suffix(".zip")
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
-        for md in chapters:
-            nb, removed = student_copy(md.with_suffix(".ipynb"))
+        for md in pages:
+            try:
+                nb, removed = student_copy(md.with_suffix(".ipynb"), converter=conv)
+            except (KeyError, ValueError) as exc:
+                print(f"{page_name(md)}: {exc}", file=sys.stderr)
+                return 1
             keys = answer_key_cells(nb)
             if keys:
                 print(
-                    f"{md.stem}: refusing to write a student copy with answer-key code in "
+                    f"{page_name(md)}: refusing to write a student copy with answer-key code in "
                     + "; ".join(keys)
                     + ' (check with answer_check("<label>", answer, ...) and register the key in '
                     "lib/softlin/book/exercises.py)",
                     file=sys.stderr,
                 )
                 return 1
+            left = raw_myst("\n".join(c.source for c in nb.cells if c.cell_type == "markdown"))
+            if left:  # the converter refuses this already; kept as the tool's own promise
+                print(f"{page_name(md)}: MyST left in the copy: {left[:5]}", file=sys.stderr)
+                return 1
             target = args.out / (page_name(md) + ".ipynb")
             target.parent.mkdir(parents=True, exist_ok=True)
             nbformat.write(nb, target)
             zf.write(target, target.relative_to(args.out).as_posix())
             checks = sum("exercise-check" in c.metadata.get("tags", []) for c in nb.cells)
-            print(
-                f"{target.relative_to(ROOT) if target.is_relative_to(ROOT) else target}: "
-                f"{removed} solution(s) removed, {checks} self-check cell(s) kept"
-            )
+            shown = target.relative_to(ROOT) if target.is_relative_to(ROOT) else target
+            print(f"{shown}: {removed} solution(s) removed, {checks} self-check cell(s) kept")
     print(f"zip: {archive}")
     return 0
 

@@ -6,7 +6,10 @@
    3. A display equation wider than its column is scaled down to fit, to at least 70 % of its size;
       beyond that it scrolls sideways inside its own box (the CSS gives it overflow-x: auto). A printed
       output wider than the column gets a smaller font (to 75 %), then wrapped lines; a table (columns
-      aligned by spaces) shrinks to 60 %, then on a phone scrolls sideways in its own box. */
+      aligned by spaces) shrinks to 60 %, then on a phone scrolls sideways in its own box.
+   4. Whatever scrolls sideways in its own box (a formula wider than its line or column, a table on a
+      phone) is marked softlin-scrolls: book_site.css fades it out at each edge with more behind it.
+   5. In print, a printed table gets a font small enough that no column wraps (softlinFitPrint). */
 (function () {
   "use strict";
 
@@ -100,6 +103,66 @@
     });
   }
 
+  // Anything that scrolls sideways in its own box gets the class softlin-scrolls, and
+  // softlin-more-left / softlin-more-right while there is more to see on that side (book_site.css
+  // fades the content out at that edge).
+  var SCROLLERS = "main span.math, main div.math, main mjx-container[display='true'], " +
+    "main .cell_output pre, main table, main div.highlight pre";
+
+  function edges(el) {
+    var left = el.scrollLeft > 1, right = el.scrollLeft + el.clientWidth < el.scrollWidth - 1;
+    el.classList.toggle("softlin-more-left", left);
+    el.classList.toggle("softlin-more-right", right);
+  }
+
+  function onScroll(event) { edges(event.currentTarget); }
+
+  function markScrollers() {
+    document.querySelectorAll(".softlin-scrolls").forEach(function (el) {
+      el.classList.remove("softlin-scrolls", "softlin-more-left", "softlin-more-right");
+      el.removeEventListener("scroll", onScroll);
+    });
+    document.querySelectorAll(SCROLLERS).forEach(function (el) {
+      // a formula's extent is its rendering (mjx-math): MathJax's hidden MathML for screen readers
+      // and the glyphs' italic overhang widen scrollWidth by a few pixels without anything to see
+      var math = el.matches("span.math, div.math, mjx-container") ? el.querySelector("mjx-math") : null;
+      var wide = math ? math.getBoundingClientRect().width > el.clientWidth + 1
+                      : el.scrollWidth > el.clientWidth + 1;
+      if (!wide || !el.offsetParent) return;
+      if (math && el.matches("div.math")) return;  // its mjx-container scrolls, not the wrapper
+      var overflow = getComputedStyle(el).overflowX;
+      if (!math && overflow !== "auto" && overflow !== "scroll") return;  // wraps or is cut on purpose
+      el.classList.add("softlin-scrolls");  // overflow-x: auto and the edge fades (book_site.css)
+      el.addEventListener("scroll", onScroll, {passive: true});
+      edges(el);
+    });
+  }
+
+  // Printed tables (a handout, or a reader's own print): no column wraps. A text output whose columns
+  // are aligned by spaces, or a table a cell printed, that is wider than the printed column gets a smaller font
+  // (down to 50 %); window.softlinFitPrint is also called by tools/handouts.py.
+  function fitPrint() {
+    document.querySelectorAll(".softlin-print-table").forEach(function (el) {
+      el.classList.remove("softlin-print-table");
+      el.style.fontSize = el.dataset.softlinFont || "";
+      delete el.dataset.softlinFont;
+    });
+    if (!window.matchMedia("print").matches) { fitOutputs(); return; }
+    document.querySelectorAll("main .cell_output pre, main .cell_output table").forEach(function (el) {
+      var tabular = el.tagName === "TABLE" || /\S {2,}\S/.test(el.textContent);
+      if (!tabular || !el.offsetParent) return;
+      el.dataset.softlinFont = el.style.fontSize;
+      el.classList.add("softlin-print-table");  // one line per row, nothing hidden (book_site.css)
+      var room = el.parentElement.clientWidth;
+      var size = parseFloat(getComputedStyle(el).fontSize), floor = size * 0.5;
+      for (var i = 0; i < 6 && el.scrollWidth > room + 1 && size > floor; i++) {
+        size = Math.max(floor, size * (room - 2) / el.scrollWidth);
+        el.style.fontSize = size.toFixed(2) + "px";
+      }
+    });
+  }
+  window.softlinFitPrint = fitPrint;
+
   function whenTypeset(callback) {
     var mj = window.MathJax;
     if (mj && mj.startup && mj.startup.promise) {
@@ -113,11 +176,17 @@
     solutionTitles();
     figures();
     fitOutputs();
-    whenTypeset(fitEquations);
+    markScrollers();
+    whenTypeset(function () { fitEquations(); markScrollers(); });
     var timer;
     window.addEventListener("resize", function () {
+      // printing lays the page out at the paper's width (a resize): the print fit is fitPrint's, and
+      // a change of layout here would move what tools/handouts.py measured
+      if (window.matchMedia("print").matches) return;
       clearTimeout(timer);
-      timer = setTimeout(function () { fitOutputs(); fitEquations(); }, 150);
+      timer = setTimeout(function () { fitOutputs(); fitEquations(); markScrollers(); }, 150);
     });
+    window.addEventListener("beforeprint", fitPrint);
+    window.addEventListener("afterprint", fitPrint);
   });
 })();
