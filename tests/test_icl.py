@@ -581,5 +581,5 @@ def test_zero_block_size_is_zero_for_the_reduced_model_and_scale_free(gen):
     size = experiment.zero_block_size(U2, c2)
     assert size.shape == (3,) and bool((size > 0).all())
     assert torch.allclose(experiment.zero_block_size(-2.5 * U2, 0.1 * c2), size, rtol=1e-14)
-    with pytest.raises(ValueError, match="v must have shape|and v"):
+    with pytest.raises(ValueError, match=r"v must have shape|and v"):
         experiment.zero_block_size(U2, c2[:, :5])
