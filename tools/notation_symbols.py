@@ -32,10 +32,13 @@ GREEK = (
 CONVENTIONS = set("ijklne") | {"d"}
 TEXT_MACROS = (
     r"\\(?:operatorname|mathrm|text|mathsf|texttt|rm|mbox|label|tag)\s*\{[^{}]*\}"  # words
+    r"|\\rm\s*[A-Za-z]+"  # words written {\rm soft}
+    r"|\\(?:begin|end)\s*\{[^{}]*\}|\\\\\[[^\]]*\]"  # environments, \\[2pt]
     r"|\\(?:mathbb|mathcal|mathrm)\s*\{?[A-Za-z]\}?"  # E, R, N of the usual sets and laws
     r"|_\{?F\}?(?![A-Za-z])"  # the Frobenius norm's subscript
 )
-MATH = re.compile(r"\$\$(.+?)\$\$|\$([^$\n]+?)\$", re.S)
+#: ``$$...$$``, or ``$...$`` within one paragraph (inline math may wrap onto the next line).
+MATH = re.compile(r"\$\$(.+?)\$\$|(?<!\\)\$((?:[^$\n]|\n(?!\s*\n))+?)(?<!\\)\$", re.S)
 
 
 def math_segments(text: str) -> list[str]:
