@@ -1,0 +1,86 @@
+"""The notation page lists every symbol that two or more pages use, and gives each symbol one meaning.
+
+The symbols are read by ``tools/notation_symbols.py`` (see its docstring for what counts as a symbol).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import notation_symbols as ns  # noqa: E402
+
+NOTATION = ROOT / "book" / "notation.md"
+
+
+def table_entries(text: str) -> dict[str, list[str]]:
+    """Each symbol written in a table's first column -> the meanings (second column) it is given.
+
+    A first cell may hold several symbols, separated by commas or semicolons outside braces; a symbol's
+    definition (``= ...``, ``\\in ...``) is dropped, so ``$s = a^\\top\\Gamma a$`` lists ``s``.
+    """
+    out = defaultdict(list)
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.startswith("|") or len(cells) < 2 or set(cells[0]) <= set("-: "):
+            continue
+        if cells[0] == "symbol":
+            continue
+        for segment in re.findall(r"\$([^$]+)\$", cells[0]):
+            depth, item, items = 0, "", []
+            for ch in segment:
+                depth += ch == "{"
+                depth -= ch == "}"
+                if ch in ",;" and depth == 0:
+                    items.append(item)
+                    item = ""
+                else:
+                    item += ch
+            items.append(item)
+            for it in items:
+                key = re.sub(r"\s+", "", re.split(r"=|\\in\b|\\propto\b", it)[0])  # s = a^T G a: s
+                if key:
+                    out[key].append(cells[1])
+    return dict(out)
+
+
+def test_every_shared_symbol_is_listed():
+    gaps = ns.missing()
+    assert not gaps, (
+        "symbols used on two or more pages but missing from book/notation.md: "
+        + ", ".join(f"{s} ({', '.join(sorted(p))})" for s, p in gaps.items())
+    )
+
+
+def test_each_symbol_has_one_meaning():
+    entries = table_entries(NOTATION.read_text())
+    assert len(entries) > 30, "the notation page's tables were not read"
+    twice = {s: m for s, m in entries.items() if len(m) > 1}
+    assert not twice, f"listed more than once on book/notation.md: {twice}"
+
+
+def test_the_checker_sees_an_omission(tmp_path, monkeypatch):
+    """Plant an omission: drop the row of Delta from a copy of the page; the check must notice."""
+    text = NOTATION.read_text()
+    planted = "\n".join(line for line in text.splitlines() if not line.startswith("| $\\Delta"))
+    assert planted != text
+    copy = tmp_path / "book" / "notation.md"
+    copy.parent.mkdir()
+    copy.write_text(planted)
+    real_read = Path.read_text
+
+    def read_text(self, *args, **kwargs):
+        return real_read(copy if self == NOTATION else self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", read_text)
+    assert "\\Delta" in ns.missing()
+
+
+def test_the_checker_sees_a_second_meaning():
+    text = NOTATION.read_text() + "\n| $s$ | the scores of the tokens | nowhere |\n"
+    assert "s" in {k for k, m in table_entries(text).items() if len(m) > 1}
