@@ -337,7 +337,17 @@ def heuristic_rate_exponent(u):
 def _rates_arguments(u_values, L_values, n_prompts, *, generator, nodes=(24,)):
     check_generator(generator, required=True)
     check_positive_int("n_prompts", n_prompts, minimum=2)
-    as_tensor_arg("u_values", torch.as_tensor(u_values, dtype=torch.float64), min_dim=1)
+    u = as_real_array("u_values", u_values)
+    if u.ndim != 1 or u.size == 0:
+        raise ValueError(
+            f"u_values must be a non-empty 1-D sequence of scales, got shape {u.shape}"
+        )
+    if not isinstance(L_values, (list, tuple, range, np.ndarray, torch.Tensor)):
+        raise TypeError(
+            f"L_values must be a sequence of prompt lengths, got {type(L_values).__name__}"
+        )
+    if not isinstance(nodes, (list, tuple)):
+        raise TypeError(f"nodes must be a tuple of even rule sizes, got {type(nodes).__name__}")
     if len(L_values) < 3:
         raise ValueError(f"L_values must hold at least 3 prompt lengths, got {list(L_values)}")
     for i, L in enumerate(L_values):
@@ -348,6 +358,9 @@ def _rates_arguments(u_values, L_values, n_prompts, *, generator, nodes=(24,)):
         check_positive_int(f"nodes[{i}]", n, minimum=2)
         if n % 2:
             raise ValueError(f"nodes[{i}] must be even (the rule is folded onto z > 0), got {n}")
+    n_bytes = 8 * u.size * n_prompts * sum(nodes)  # the queries, float64
+    check_memory(f"n_prompts = {n_prompts}, nodes = {nodes}", n_bytes, what="the queries")
+    check_draws(f"n_prompts = {n_prompts}", u.size * n_prompts * float(sum(L_values)))
 
 
 @validated_by(_rates_arguments)

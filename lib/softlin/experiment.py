@@ -26,19 +26,19 @@ import numpy as np
 import torch
 
 from . import _data, _fast
+from . import _experiment_args as _args
 from ._checks import (
     as_tensor_arg,
     check_choice,
-    check_generator,
-    check_positive_int,
+    check_finite,
     check_real,
     check_same_dtype_device,
+    validated_by,
 )
 from .attention import linear_mean, tilted_mean
 from .icl import (
     KINDS,
     PromptSampler,
-    RegressionPrompts,
     kms_covariance,
     sample_prompts,
 )
@@ -102,13 +102,7 @@ class Protocol:
     separate_starts: bool = False
 
     def __post_init__(self):
-        for name in ("d", "batch", "steps", "starts", "n_test"):
-            check_positive_int(name, getattr(self, name))
-        check_real("tau2", self.tau2, positive=True)
-        check_real("noise_var", self.noise_var, nonneg=True)
-        check_real("lr", self.lr, positive=True)
-        for L in self.lengths:
-            check_positive_int("lengths", L)
+        _args.protocol_fields(self)
 
     @property
     def name(self):
@@ -116,6 +110,7 @@ class Protocol:
         return "released" if self.released else "intended"
 
     @classmethod
+    @validated_by(_args.from_settings)
     def from_settings(cls, settings):
         """The protocol a results file records (its ``settings``; ``different_starts`` is
         ``separate_starts``; entries that are not settings, such as ``record_every``, are ignored)."""
@@ -134,6 +129,7 @@ class Protocol:
     def _data(self):  # the keyword arguments of the prompt samplers
         return {"tau2": self.tau2, "noise_var": self.noise_var, "released": self.released}
 
+    @validated_by(_args.sampler)
     def sampler(self, L, *, batch=None, device=None):
         """The training data of length L: a :class:`softlin.icl.PromptSampler` (float32)."""
         Sigma = self.covariance(dtype=torch.float32, device=device)
@@ -144,6 +140,7 @@ class Protocol:
         """The seed of the test prompts of length L: ``10 000 + L``."""
         return 10_000 + L
 
+    @validated_by(_args.test_prompts)
     def test_prompts(self, L, n=None, *, device=None, chunk=512):
         """The first ``n`` (default ``n_test``) test prompts of length L (:func:`held_out_prompts`)."""
         Sigma = self.covariance(dtype=torch.float32, device=device)
@@ -205,6 +202,7 @@ class FullAttention:
         check_same_dtype_device({"Q": Q, "K": self.K, "V": self.V, "o": self.o})
 
     @classmethod
+    @validated_by(_args.initialise)
     def initialise(
         cls, d, *, kind="softmax", generator=None, dtype=torch.float32, device=None, starts=None
     ):
@@ -213,9 +211,6 @@ class FullAttention:
         Draw order Q, K, V, o (each stored ``(out, in)`` as ``nn.Linear`` does); with ``starts=S``, S
         starts drawn one after the other (the first S' of them are the starts an ``S'`` call draws).
         """
-        check_positive_int("d", d)
-        check_positive_int("starts", starts, allow_none=True)
-        check_generator(generator)
         D = d + 1
         bound = 1.0 / math.sqrt(D)
 
@@ -229,6 +224,7 @@ class FullAttention:
         return cls(*params, kind=kind)
 
     @classmethod
+    @validated_by(_args.from_effective)
     def from_effective(cls, key_query, readout, *, kind="softmax"):
         """The model with ``K^T Q = key_query`` (..., D, D) and ``o^T V = readout`` (..., D): ``K = V = I``.
         (A trained model is determined, for its predictions, by these two.)"""
@@ -263,6 +259,8 @@ class FullAttention:
     def predict(self, tokens, queries):
         """Predictions for prompts tokens (B, L, D), queries (B, 1, D): (B,), or (S, B) for S models."""
         tokens, queries = _check_prompts(tokens, queries, self.Q)
+        check_finite("tokens", tokens)
+        check_finite("queries", queries)
         U = self.effective_U().reshape(-1, self.D, self.D)  # (S, D, D)
         a = (queries[:, 0] @ U.mT).transpose(0, 1)  # (B, S, D): the tilt U z_q of each model
         mean = (tilted_mean if self.kind == "softmax" else linear_mean).kernel(tokens, a)
@@ -274,6 +272,7 @@ class FullAttention:
         return ((self.predict(prompts.tokens, prompts.queries) - prompts.targets) ** 2).mean(-1)
 
 
+@validated_by(_args.experiment_starts)
 def experiment_starts(d, starts, *, generator=None, separate=False, device=None):
     """The experiment's starts: ``[softmax, linear]``, each a :class:`FullAttention` stack of ``starts``.
 
@@ -315,6 +314,7 @@ def _check_prompts(tokens, queries, ref):
 # training
 
 
+@validated_by(_args.sgd_run)
 def sgd_run(models, sampler, stream, lr, steps, *, done=0):
     """The experiment's training loop, one step at a time.
 
@@ -325,6 +325,7 @@ def sgd_run(models, sampler, stream, lr, steps, *, done=0):
         yield step, sgd_step(models, sampler.sample(stream), lr)
 
 
+@validated_by(_args.train)
 def train(protocol, L, *, device=None, progress=False):
     """Train the protocol's starts at prompt length L from scratch: ``protocol.steps`` steps of
     :func:`sgd_run` on one data stream (:meth:`Protocol.initial_models`, :meth:`Protocol.sampler`,
@@ -332,9 +333,6 @@ def train(protocol, L, *, device=None, progress=False):
     models ``[softmax, linear]`` (``tools/paper_experiment.py`` runs the same steps with checkpoints)."""
     from tqdm.auto import tqdm
 
-    if not isinstance(protocol, Protocol):
-        raise TypeError(f"protocol must be a Protocol, got {type(protocol).__name__}")
-    check_positive_int("L", L)
     models = protocol.initial_models(device=device)
     sampler, stream = protocol.sampler(L, device=device), protocol.stream(device=device)
     steps = sgd_run(models, sampler, stream, protocol.lr, protocol.steps)
@@ -343,6 +341,7 @@ def train(protocol, L, *, device=None, progress=False):
     return models
 
 
+@validated_by(_args.sgd_step)
 def sgd_step(models, prompts, lr, *, fused=True):
     """One plain SGD step on the batch MSE for each model, in place; all models read the same batch.
 
@@ -358,15 +357,6 @@ def sgd_step(models, prompts, lr, *, fused=True):
     -------
     list of the models' batch MSEs before the step (Tensors, scalar or (S,)), on the models' device.
     """
-    if (
-        isinstance(models, FullAttention)
-        or not models
-        or not all(isinstance(m, FullAttention) for m in models)
-    ):
-        raise TypeError("models must be a non-empty sequence of FullAttention")
-    if not isinstance(prompts, RegressionPrompts):
-        raise TypeError(f"prompts must be RegressionPrompts, got {type(prompts).__name__}")
-    lr = check_real("lr", lr, positive=True)
     for m in models:
         _check_prompts(prompts.tokens, prompts.queries, m.Q)
     if tuple(prompts.targets.shape) != (prompts.tokens.shape[0],):
@@ -395,6 +385,7 @@ def sgd_step(models, prompts, lr, *, fused=True):
 # evaluation
 
 
+@validated_by(_args.held_out_prompts)
 def held_out_prompts(Sigma, L, n, *, tau2=1.0, noise_var=0.0, released=False, chunk=512, seed=None):
     """The experiment's test prompts of length L, in chunks.
 
@@ -402,14 +393,13 @@ def held_out_prompts(Sigma, L, n, *, tau2=1.0, noise_var=0.0, released=False, ch
     default :meth:`Protocol.test_seed`, ``10 000 + L``), yielded in chunks of ``chunk``: the same prompts
     at every call, and the first ``n`` of any longer set.
     """
-    check_positive_int("n", n)
-    check_positive_int("chunk", chunk)
     gen = torch.Generator(Sigma.device).manual_seed(Protocol.test_seed(L) if seed is None else seed)
     data = {"tau2": tau2, "noise_var": noise_var, "released": released}
     for start in range(0, n, chunk):
         yield sample_prompts(Sigma, L, min(chunk, n - start), generator=gen, **data)
 
 
+@validated_by(_args.bayes_errors)
 def bayes_errors(prompts, *, tau2, noise_var):
     """Per prompt, the Bayes risk given its inputs and the squared error of the Bayes predictor.
 
@@ -456,6 +446,7 @@ class Evaluation(NamedTuple):
         return self.errors(kind) - self.ridge
 
 
+@validated_by(_args.evaluate)
 def evaluate(models, protocol, L, *, n=None, baselines=True, device=None):
     """Test errors of the models ``[softmax, linear]`` at length L on the protocol's test prompts.
 
@@ -463,10 +454,6 @@ def evaluate(models, protocol, L, *, n=None, baselines=True, device=None):
     protocol : :class:`Protocol`; n : test prompts (default ``protocol.n_test``); baselines : also the
     Bayes risk and ridge errors. Returns an :class:`Evaluation`.
     """
-    if not isinstance(protocol, Protocol):
-        raise TypeError(f"protocol must be a Protocol, got {type(protocol).__name__}")
-    if sorted(getattr(m, "kind", None) for m in models) != sorted(KINDS):
-        raise ValueError("models must be one softmax and one linear FullAttention")
     errs = {m.kind: [] for m in models}
     bayes, ridge = [], []
     with torch.no_grad():
@@ -646,6 +633,7 @@ class CurvaturePoint(NamedTuple):
     def is_saddle(self, n_se=4.0):
         """A step along the flattest direction lowers the error on fresh prompts: the second difference
         is below zero by more than ``n_se`` standard errors at some step."""
+        n_se = check_real("n_se", n_se, nonneg=True)
         return any(m < -n_se * s for m, s in zip(self.second_difference, self.second_difference_se))
 
 

@@ -690,7 +690,9 @@ def infinite_prompt_flow(
         atol=atol,
     )
     if not sol.success:
-        raise RuntimeError(f"solve_ivp failed: {sol.message}")
+        raise RuntimeError(
+            f"solve_ivp stopped at t = {sol.t[-1]:.3g} (the flow may diverge): {sol.message}"
+        )
     A = torch.from_numpy(sol.y[:-1].T.reshape(-1, d, d).copy())
     b = torch.from_numpy(sol.y[-1].copy())
     Delta = b[:, None, None] * (S @ A) - torch.eye(d, dtype=torch.float64)

@@ -265,7 +265,7 @@ def _claim(what, se, n_se, slack, **numbers):
         shapes = ", ".join(f"{k} {a.shape}" for k, a in zip(names, values))
         raise ValueError(f"the numbers of a claim must broadcast together, got {shapes}") from exc
     n_se = check_real("n_se", n_se, nonneg=True)
-    return (*arrays, se, n_se, float(slack) if slack.size == 1 else slack)
+    return (*arrays, se, n_se, float(slack) if slack.ndim == 0 else slack)
 
 
 def _allowance(n_se, s, slack):
@@ -379,14 +379,13 @@ def start_trend(x, values, stderr=None) -> StartTrend:
     -------
     StartTrend
     """
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(values, dtype=float)
+    x, y = as_real_array("x", x), as_real_array("values", values)
     if x.ndim != 1 or x.size < 3 or y.ndim != 2 or y.shape[0] != x.size or y.shape[1] < 2:
         raise ValueError(
             f"x must be 1-D with n >= 3 values and values (n, S) with S >= 2, got shapes "
             f"{x.shape} and {y.shape}"
         )
-    s = np.zeros(x.size) if stderr is None else np.asarray(stderr, dtype=float)
+    s = np.zeros(x.size) if stderr is None else as_real_array("stderr", stderr)
     if s.shape != x.shape or not np.all(np.isfinite(s)) or np.any(s < 0):
         raise ValueError(f"stderr must be finite and >= 0 with the shape of x {x.shape}")
     if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
@@ -426,9 +425,8 @@ def fit_limit(L_values, values, stderr) -> LimitFit:
     Parameters: L_values, values, stderr : 1-D array-likes of equal length >= 3; L_values and stderr
     positive. Returns a :class:`LimitFit`.
     """
-    L = np.asarray(L_values, dtype=float)
-    y = np.asarray(values, dtype=float)
-    s = np.asarray(stderr, dtype=float)
+    L, y = as_real_array("L_values", L_values), as_real_array("values", values)
+    s = as_real_array("stderr", stderr)
     if L.ndim != 1 or L.size < 3 or y.shape != L.shape or s.shape != L.shape:
         raise ValueError(
             f"L_values, values and stderr must be 1-D of equal length >= 3, got shapes {L.shape}, "

@@ -247,7 +247,9 @@ class EmpiricalRisk:
             rhs, (0.0, t_eval[-1]), y0, method=method, t_eval=t_eval, rtol=rtol, atol=atol
         )
         if not sol.success:
-            raise RuntimeError(f"solve_ivp failed: {sol.message}")
+            raise RuntimeError(
+                f"solve_ivp stopped at t = {sol.t[-1]:.3g} (the flow may diverge): {sol.message}"
+            )
         A = torch.from_numpy(sol.y[:-1].T.copy()).reshape(-1, d, d)
         b = torch.from_numpy(sol.y[-1].copy())
         risk = torch.tensor([self._value(a, bb) for a, bb in zip(A, b)], dtype=torch.float64)
