@@ -57,6 +57,8 @@ def test_the_chain_carries_the_formulas_and_links_its_lessons():
         "03_concentration",
         "04_training_stability",
         "05_icl_linear_regression",
+        "06_paper_experiment",
+        "07_beyond_the_paper",
     ):
         assert f"<{stem}>`" in text, stem
 
