@@ -56,8 +56,8 @@ sync: $(STAMP)
 students: $(STAMP)
 	$(PY) tools/student_notebooks.py
 
-## One PDF per lesson and per lab from the built site (headless Chromium, the site's print style):
-## _build/handouts/NN_name.pdf and _build/handouts/labs/NN_name.pdf.
+## One PDF for the chain of results, per lesson and per lab from the built site (headless Chromium, the
+## site's print style): _build/handouts/chain_of_results.pdf, NN_name.pdf and labs/NN_name.pdf.
 handouts: $(STAMP)
 	test -f _build/stage/_build/html/index.html || $(MAKE) book
 	$(PY) tools/handouts.py

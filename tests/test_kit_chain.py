@@ -5,7 +5,7 @@
   formulas a student must carry (the tilt, V(m + Gamma U z), C_1, the threshold u^2 = 1/2, R_inf, b*, A*).
 * Linked from the intro and the instructor page.
 * Printed from the built site with the handouts' settings (headless Chromium, A4, the site's print
-  style; tools/handouts.py), it takes at most two pages.
+  style; tools/handouts.py, which prints it first among the handouts), it takes at most two pages.
 """
 
 from __future__ import annotations
@@ -57,6 +57,8 @@ def test_the_chain_carries_the_formulas_and_links_its_lessons():
         "03_concentration",
         "04_training_stability",
         "05_icl_linear_regression",
+        "06_paper_experiment",
+        "07_beyond_the_paper",
     ):
         assert f"<{stem}>`" in text, stem
 
@@ -64,6 +66,14 @@ def test_the_chain_carries_the_formulas_and_links_its_lessons():
 def test_the_intro_and_the_instructor_page_link_the_chain():
     for page in ("intro", "instructor"):
         assert "{doc}`chain_of_results`" in (ROOT / "book" / f"{page}.md").read_text(), page
+
+
+def test_the_handouts_print_the_chain_first():
+    from handouts import handout_pages
+
+    titles = handout_pages(ROOT)
+    assert next(iter(titles)) == "chain_of_results", list(titles)[:3]
+    assert titles["chain_of_results"] == "The chain of results"
 
 
 def pdf_pages(pdf: bytes) -> int:
@@ -80,10 +90,10 @@ def test_the_chain_prints_on_at_most_two_pages(built_book, tmp_path):
     rc, log, stage = built_book
     assert rc == 0, log[-3000:]
     html = stage / "_build" / "html"
-    ((target, _),) = print_pages(
+    (printed,) = print_pages(
         html, ["chain_of_results"], tmp_path, {"chain_of_results": "The chain of results"}
     )
-    pages = pdf_pages(target.read_bytes())
+    pages = pdf_pages(printed["pdf"].read_bytes())
     report = ROOT / "_build" / "kit-report.json"
     old = json.loads(report.read_text()) if report.exists() else {}
     words = prose_words(PAGE.read_text())

@@ -630,6 +630,8 @@ def test_handouts_print_one_pdf_per_lesson_and_lab(site, tmp_path):
         check=False,
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    chain = (out / "chain_of_results.pdf").read_bytes()  # the course's summary sheet, first
+    assert 1 <= len(re.findall(rb"/Type\s*/Page[^s]", chain)) <= 2, "chain_of_results.pdf"
     for md in [*lessons(ROOT), *labs(ROOT)]:  # a handout per lesson, and per lab beside it
         pdf = (out / f"{page_name(md)}.pdf").read_bytes()
         pages = len(re.findall(rb"/Type\s*/Page[^s]", pdf))

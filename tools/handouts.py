@@ -1,12 +1,15 @@
 #!/usr/bin/env python
-"""Print every lesson and every lab of the built site to a PDF handout, with headless Chromium (no TeX).
+"""Print the chain of results, every lesson and every lab of the built site to PDF handouts, with
+headless Chromium (no TeX).
 
-    python tools/handouts.py                  # every lesson and lab of _toc.yml -> _build/handouts/
+    python tools/handouts.py                  # the chain, every lesson and lab -> _build/handouts/
+    python tools/handouts.py chain_of_results # the chain of results alone (two pages)
     python tools/handouts.py 05_icl_linear_regression labs/05_icl_linear_regression --measure
     python tools/handouts.py 03_concentration --site _build/stage/_build/html --out /tmp/h
 
-``make handouts`` runs this after building the site when there is none (``make book``). A lesson's
-handout is ``NN_name.pdf``, its lab's ``labs/NN_name.pdf``. Each page is opened offline, MathJax and the
+``make handouts`` runs this after building the site when there is none (``make book``). The chain of
+results (``book/chain_of_results.md``, the course's one-page summary) prints to ``chain_of_results.pdf``,
+a lesson's handout to ``NN_name.pdf``, its lab's to ``labs/NN_name.pdf``. Each page is opened offline, MathJax and the
 explorers are waited for, and Chromium prints it with the site's print style
 (``book/_ext/static/book_site.css``: the article only, no sidebars, header or buttons; figures with
 their captions, equations and explorers kept whole; explorers at their default picture, without
@@ -388,10 +391,18 @@ def blank_fractions(pdf: Path, dpi: int = 40) -> list[float]:
         return out
 
 
+#: Pages printed before the lessons: the course's summary sheet.
+SUMMARY_PAGES = ("chain_of_results",)
+
+
 def handout_pages(root: Path = ROOT) -> dict[str, str]:
-    """{page: footer title} of every lesson ("1. The measure view of attention") and lab (its own
-    title, "Lab 1: ..."), in reading order."""
-    titles = {}
+    """{page: footer title} of the chain of results ("The chain of results"), every lesson ("1. The
+    measure view of attention") and every lab (its own title, "Lab 1: ..."), in reading order."""
+    titles = {
+        name: chapter_title(root / "book" / f"{name}.md")
+        for name in SUMMARY_PAGES
+        if (root / "book" / f"{name}.md").exists()
+    }
     for n, md in enumerate([m for m in notebook_chapters(root) if is_lesson(m)], 1):
         titles[page_name(md)] = f"{n}. {chapter_title(md)}"
     for md in notebook_chapters(root):
@@ -405,7 +416,9 @@ def main(argv=None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument(
-        "pages", nargs="*", help="pages, e.g. 01_measure_view labs/01_measure_view (default: all)"
+        "pages",
+        nargs="*",
+        help="pages, e.g. chain_of_results 01_measure_view labs/01_measure_view (default: all)",
     )
     ap.add_argument("--site", type=Path, default=ROOT / "_build" / "stage" / "_build" / "html")
     ap.add_argument("--out", type=Path, default=ROOT / "_build" / "handouts")
