@@ -140,4 +140,4 @@ def test_train_and_evaluate_refuse_what_is_not_a_protocol():
     with pytest.raises(TypeError, match="protocol must be a Protocol"):
         experiment.train({"steps": 3}, 10)
     with pytest.raises(TypeError, match="protocol must be a Protocol"):
-        experiment.evaluate([], "intended", 10)
+        experiment.evaluate(experiment.INTENDED.initial_models(), "intended", 10)

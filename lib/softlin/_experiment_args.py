@@ -19,11 +19,9 @@ from ._checks import (
 )
 from .icl import KINDS, PromptSampler, RegressionPrompts
 
-
-def _experiment():
-    from . import experiment  # at call time: softlin.experiment imports this module
-
-    return experiment
+#: The classes of softlin.experiment that arguments must be, registered by that module when it is
+#: imported (it imports this one, so this one cannot import it).
+CLASSES = {}
 
 
 def check_type(name, value, cls, what):
@@ -33,7 +31,7 @@ def check_type(name, value, cls, what):
 
 def check_models(models, *, pair=False):
     """A list or tuple of FullAttention (with ``pair``: one softmax and one linear)."""
-    FullAttention = _experiment().FullAttention
+    FullAttention = CLASSES["FullAttention"]
     if not isinstance(models, (list, tuple)) or not models:
         raise TypeError(f"models must be a non-empty list of FullAttention, got {models!r:.60}")
     for m in models:
@@ -130,7 +128,7 @@ def sgd_run(models, sampler, stream, lr, steps, *, done=0):
 
 
 def train(protocol, L, *, device=None, progress=False):
-    check_type("protocol", protocol, _experiment().Protocol, "a Protocol")
+    check_type("protocol", protocol, CLASSES["Protocol"], "a Protocol")
     check_positive_int("L", L)
     check_bool("progress", progress)
     check_draws(f"L = {L}, steps = {protocol.steps}", float(L) * protocol.steps * protocol.batch)
@@ -163,7 +161,7 @@ def bayes_errors(prompts, *, tau2, noise_var):
 
 def evaluate(models, protocol, L, *, n=None, baselines=True, device=None):
     check_models(models, pair=True)
-    check_type("protocol", protocol, _experiment().Protocol, "a Protocol")
+    check_type("protocol", protocol, CLASSES["Protocol"], "a Protocol")
     test_prompts(protocol, L, n)
     check_bool("baselines", baselines)
     if baselines and protocol.noise_var == 0:

@@ -258,9 +258,7 @@ class FullAttention:
 
     def predict(self, tokens, queries):
         """Predictions for prompts tokens (B, L, D), queries (B, 1, D): (B,), or (S, B) for S models."""
-        tokens, queries = _check_prompts(tokens, queries, self.Q)
-        check_finite("tokens", tokens)
-        check_finite("queries", queries)
+        tokens, queries = _check_prompts(tokens, queries, self.Q, finite=True)
         U = self.effective_U().reshape(-1, self.D, self.D)  # (S, D, D)
         a = (queries[:, 0] @ U.mT).transpose(0, 1)  # (B, S, D): the tilt U z_q of each model
         mean = (tilted_mean if self.kind == "softmax" else linear_mean).kernel(tokens, a)
@@ -270,6 +268,9 @@ class FullAttention:
     def loss(self, prompts):
         """The batch mean squared error ``mean_b (y_hat_b - y_b)^2``: a scalar, or (S,) for S models."""
         return ((self.predict(prompts.tokens, prompts.queries) - prompts.targets) ** 2).mean(-1)
+
+
+_args.CLASSES.update(Protocol=Protocol, FullAttention=FullAttention)
 
 
 @validated_by(_args.experiment_starts)
@@ -289,9 +290,10 @@ def experiment_starts(d, starts, *, generator=None, separate=False, device=None)
     return [soft, lin.clone(kind="linear")]
 
 
-def _check_prompts(tokens, queries, ref):
-    """tokens (B, L, D) with L >= 1, queries (B, 1, D), in the dtype and device of ``ref``; no value pass
-    (a batch of training data is finite by construction; a non-finite loss shows the rest)."""
+def _check_prompts(tokens, queries, ref, *, finite=False):
+    """tokens (B, L, D) with L >= 1, queries (B, 1, D), in the dtype and device of ``ref``; a value pass
+    only when ``finite`` (a batch of training data is finite by construction; a non-finite loss shows
+    the rest)."""
     for name, x in (("tokens", tokens), ("queries", queries)):
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
@@ -307,6 +309,9 @@ def _check_prompts(tokens, queries, ref):
             f"{tuple(tokens.shape)} and {tuple(queries.shape)}"
         )
     check_same_dtype_device({"tokens": tokens, "queries": queries, "the model's Q": ref})
+    if finite:
+        check_finite("tokens", tokens)
+        check_finite("queries", queries)
     return tokens, queries
 
 
@@ -424,8 +429,8 @@ class Evaluation(NamedTuple):
 
     softmax, linear : Tensor (S, n), float64 on the CPU: each start's squared error on each test prompt.
     bayes : Tensor (n,) or None: the Bayes risk given each prompt's inputs.
-    ridge : Tensor (n,) or None: the squared error of ridge with the Bayes lambda (the Bayes predictor),
-        whose mean is the Bayes risk: the control variate of :meth:`excess`.
+    ridge : Tensor (n,) or None: the squared error of ridge with the Bayes lambda (the Bayes
+    predictor), whose mean is the Bayes risk: the control variate of :meth:`excess`.
     """
 
     softmax: torch.Tensor
@@ -523,7 +528,7 @@ class LengthRun:
     key_query : ByKind of Tensors (S, D, D), the trained ``K^T Q``; readout : ByKind of Tensors (S, D).
     bayes, ridge : (value, standard error) of the Bayes risk and ridge's error on the test prompts.
     settled : ByKind of bool ndarrays (S,): had each run stopped moving (its loss flat over the last
-        fifth of training)? wall_seconds, code_commit, provenance : how it was made.
+    fifth of training)? wall_seconds, code_commit, provenance : how it was made.
     """
 
     protocol: Protocol
@@ -601,7 +606,7 @@ def load_results(doc=None):
 
 
 class Floor(NamedTuple):
-    """The best reduced softmax model found at one length: its test error (mse, se) and (b, |A|_F)."""
+    """The best reduced softmax model found at one length: its test error (mse, se) and (b, ``||A||_F``)."""
 
     mse: float
     se: float
