@@ -33,9 +33,11 @@ def check_models(models, *, pair=False):
     """A list or tuple of FullAttention (with ``pair``: one softmax and one linear)."""
     FullAttention = CLASSES["FullAttention"]
     if not isinstance(models, (list, tuple)) or not models:
-        raise TypeError(f"models must be a non-empty list of FullAttention, got {models!r:.60}")
+        raise TypeError(
+            f"models must be a non-empty sequence (list) of FullAttention, got {type(models).__name__}"
+        )
     for m in models:
-        check_type("models", m, FullAttention, "a list of FullAttention")
+        check_type("models", m, FullAttention, "a non-empty sequence of FullAttention")
     if pair and sorted(m.kind for m in models) != sorted(KINDS):
         raise ValueError(
             f"models must be one softmax and one linear FullAttention, got {[m.kind for m in models]}"
