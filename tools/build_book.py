@@ -193,6 +193,19 @@ class LocalKernelManager(AsyncKernelManager):
 
         return "ipc" if zmq.has("ipc") else "tcp"  # ZeroMQ has no IPC transport on Windows
 
+    def _ip_default(self):
+        """The sockets' path prefix: unique per kernel, in Jupyter's runtime folder. (jupyter_client's
+        default, without a connection file yet, is ``kernel-ipc`` in the working folder: two kernels
+        started there at once, as ``-j 2`` does, would share sockets and read each other's messages.)"""
+        if self.transport != "ipc":
+            return super()._ip_default()
+        import uuid
+
+        from jupyter_core.paths import jupyter_runtime_dir
+
+        os.makedirs(jupyter_runtime_dir(), exist_ok=True)
+        return os.path.join(jupyter_runtime_dir(), f"kernel-{uuid.uuid4().hex[:16]}-ipc")
+
 
 def nbformat_read(path):
     import nbformat
