@@ -6,7 +6,8 @@ graded locally without Docker.
   a student version without solutions or hidden tests, an autograder with both, a rubric page.
 * Grading (``otter.api.grade_submission``, no container): the solution notebook gets every autograded
   point; the blank student version gets none; a plausible wrong answer (the tilted mean computed with
-  plain exponentials, which overflow at large tilts) gets part of its question's points, not all.
+  plain exponentials, which overflow at large tilts) gets part of its question's points, not all; so does
+  lesson 3's centred-query constant C(u) given for set 2's off-centre question.
 """
 
 from __future__ import annotations
@@ -70,6 +71,26 @@ def _wrong_ps1(built: Path, tmp_path: Path) -> Path:
     return path
 
 
+def _wrong_ps2(built: Path, tmp_path: Path) -> Path:
+    """The solution of set 2 with lesson 3's centred-query constant C(u) for question 2 (ignores mu)."""
+    nb = json.loads(
+        (built / "ps2_concentration" / "autograder" / "ps2_concentration.ipynb").read_text()
+    )
+    found = False
+    for cell in nb["cells"]:
+        if "".join(cell["source"]).startswith("def averaged_constant"):
+            cell["source"] = (
+                "def averaged_constant(u, mu):\n"
+                "    k = 1 - 2 * u * u\n"
+                "    return (k ** -0.5 + u * u * k ** -1.5) if k > 0 else math.inf\n"
+            )
+            found = True
+    assert found
+    path = tmp_path / "ps2_concentration.ipynb"
+    path.write_text(json.dumps(nb))
+    return path
+
+
 @pytest.mark.book
 def test_the_sets_build_and_grade_without_docker(built, tmp_path):
     assert (built / "README.md").exists() and (built / "student-versions.zip").exists()
@@ -95,6 +116,13 @@ def test_the_sets_build_and_grade_without_docker(built, tmp_path):
     assert 0 < q1[0] < q1[1], wrong  # the public tests pass, the hidden large-tilt test does not
     assert 0 < wrong["auto"][0] < wrong["auto"][1], wrong
     report["ps1_measures (exp overflow)"] = {"wrong": wrong["auto"]}
+    wrong2 = problem_sets.grade("ps2_concentration", _wrong_ps2(built, tmp_path), built)
+    q2 = wrong2["questions"]["q2"]
+    assert 0 < q2[0] < q2[1], (
+        wrong2
+    )  # lesson 3's C(u) passes the public test (u = 0), not the hidden
+    assert wrong2["auto"][0] < wrong2["auto"][1], wrong2
+    report["ps2_concentration (lesson 3's C(u))"] = {"wrong": wrong2["auto"]}
     path = ROOT / "_build" / "kit-report.json"
     path.parent.mkdir(exist_ok=True)
     old = json.loads(path.read_text()) if path.exists() else {}

@@ -49,6 +49,7 @@ import json
 import re
 import sys
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 import yaml
@@ -66,6 +67,9 @@ DIRECTIVE_OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:-]+)\}[ \t]*
 OPTION = re.compile(r"^:(?P<key>[\w-]+):[ \t]*(?P<value>.*)$")
 ROLE = re.compile(r"\{(?P<role>[\w:-]+)\}`(?P<body>[^`]*)`")
 TARGET = re.compile(r"^\((?P<label>[\w-]+)\)=\s*$", re.MULTILINE)
+SECTION_TARGET = re.compile(
+    r"^\((?P<label>[\w-]+)\)=[ \t]*\n(?:[ \t]*\n)*#+[ \t]+(?P<title>.+?)[ \t]*$", re.M
+)
 
 
 class OutlineError(Exception):
@@ -205,6 +209,17 @@ def markdown_renderer():
     return md
 
 
+@cache
+def section_titles() -> dict[str, str]:
+    """Every section target of the book's pages (lessons, labs, appendix): ``label -> heading``, so that a
+    slide shows ``{ref}`ch5-transfer``` as the section's title, as the site does, not as its label."""
+    out = {}
+    for md in sorted((ROOT / "book").rglob("*.md")):
+        for m in SECTION_TARGET.finditer(md.read_text(encoding="utf-8")):
+            out.setdefault(m.group("label"), m.group("title"))
+    return out
+
+
 class Renderer:
     """MyST markdown of one lesson to HTML: roles become their text, targets vanish."""
 
@@ -221,6 +236,8 @@ class Renderer:
             return explicit.group("text").replace("%s", "").strip()
         if role in ("prf:ref", "ref") and body in self.lesson.blocks:
             return self.lesson.blocks[body].title or body
+        if role == "ref" and body in section_titles():
+            return section_titles()[body]
         if role == "numref" and body in self.lesson.figures:
             return f"Figure {self.lesson.number}.{self.lesson.figures[body][3]}"
         if role.startswith("cite"):
