@@ -53,7 +53,7 @@ MM = 96 / 25.4  # CSS pixels per millimetre
 PAPER = {"width": 210, "height": 297}  # A4, mm
 MARGIN = {"top": 14, "bottom": 16, "left": 12, "right": 12}  # mm
 #: The smallest a figure, explorer or equation is shrunk to, as a fraction of its printed height.
-MIN_SCALE = 0.5
+MIN_SCALE = 0.45
 #: The most a printed page (the last apart) may be blank at its bottom before the block that opens the
 #: next page is shrunk to end it; at most MAX_ROUNDS reprints per handout.
 MAX_BLANK = 0.28
