@@ -39,7 +39,7 @@ check: $(STAMP)
 ## The gate: unit and property tests, notebook checks, every chapter executed in fast mode (with every exercise
 ## self-check tried on its solution and on a wrong answer) and in default mode (the published site, built
 ## with -W), the browser checks of that site (tests/test_site.py: explorers move, dark mode, print), every
-## student notebook in a fresh Colab-like venv (tests/test_colab.py). About 8-9 minutes on 2 cores.
+## student notebook in a fresh Colab-like venv (tests/test_colab.py). About 30 minutes on 2 cores.
 test: $(STAMP)
 	$(PY) -m pytest
 
@@ -49,7 +49,7 @@ bench: $(STAMP)
 
 ## Re-pair every chapter's .ipynb after editing its .md (keeps cell ids stable).
 sync: $(STAMP)
-	for f in book/[0-9]*.md; do $(VENV)/bin/jupytext --sync "$$f"; done
+	for f in book/[0-9]*.md book/labs/[0-9]*.md; do $(VENV)/bin/jupytext --sync "$$f"; done
 
 ## Student copies of the lessons (solutions removed) and of their labs, converted for plain notebook front
 ## ends as Colab's (tools/colab_notebooks.py): _build/student-notebooks/ and a zip.

@@ -451,6 +451,8 @@ EXAMPLES = {
     "softlin.book.quiz.show_quiz": lambda: call("01_measure_view", allowed=(KeyError,)),
     # softlin.book and its modules
     "softlin._data.committed_data": lambda: call("absent.json"),
+    "softlin._data.seed_record_summary": lambda: call("03_concentration", "absent"),
+    "softlin._data.seed_ranges": lambda: call(["0", "1", "2", "5"]),
     "softlin.book.modes.select_sizes": lambda: call(
         {m: {"L": 1} for m in modes.MODES}, "fast", show=False
     ),

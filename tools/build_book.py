@@ -337,6 +337,34 @@ def chapter_title(md: Path) -> str:
     return md.stem
 
 
+def seed_section() -> list[str]:
+    """The status page's table of the committed seed record (``book/data/seed_record.json``, written by
+    ``tools/run_seeds.py --record``): per page and mode, at how many seeds all the page's checks held."""
+    from softlin._data import seed_ranges
+
+    path = ROOT / "book" / "data" / "seed_record.json"
+    if not path.exists():
+        return []
+    pages = json.loads(path.read_text())["pages"]
+    lines = [
+        "## Seeds",
+        "",
+        "Every check of a page must hold whatever `seed` a reader sets in its parameters cell. "
+        "`tools/run_seeds.py --record` executes pages at several seeds and keeps, per run, whether all "
+        "the page's checks held, in `book/data/seed_record.json`:",
+        "",
+        "| page | mode | all checks held | seeds | commit |",
+        "|---|---|---:|---|---|",
+    ]
+    for page in sorted(pages, key=lambda p: (p.removeprefix("labs/"), p.startswith("labs/"))):
+        for mode, runs in sorted(pages[page].items()):
+            held = sum(run["passed"] for run in runs.values())
+            seeds = seed_ranges(runs)
+            commits = ", ".join(sorted({run["commit"] for run in runs.values()}))
+            lines.append(f"| {page} | {mode} | {held} of {len(runs)} | {seeds} | `{commits}` |")
+    return lines + [""]
+
+
 def write_status(
     stage: Path,
     records: list[dict],
@@ -371,9 +399,9 @@ def write_status(
         lines.append(
             f"| {{doc}}`{titles[r['chapter']]} <{r['chapter']}>` | {r['seconds']:.1f} | {slow} | {ok} |"
         )
+    lines += [f"| **all chapters** | **{total:.1f}** | | |", ""]
+    lines += seed_section()
     lines += [
-        f"| **all chapters** | **{total:.1f}** | | |",
-        "",
         "## Package versions",
         "",
         "| package | version |",
