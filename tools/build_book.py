@@ -193,6 +193,15 @@ class LocalKernelManager(AsyncKernelManager):
 
         return "ipc" if zmq.has("ipc") else "tcp"  # ZeroMQ has no IPC transport on Windows
 
+    async def _async_interrupt_kernel(self):
+        """No SIGINT on the way out: jupyter_client interrupts a kernel before asking it to shut down, and
+        a kernel that is still answering papermill's last message logs that signal as "ERROR |
+        KeyboardInterrupt caught in kernel" on the build's console. A notebook that has finished runs no
+        code, so there is nothing to interrupt; a cell that times out is still interrupted."""
+        if self.shutting_down:
+            return
+        await super()._async_interrupt_kernel()
+
     def _ip_default(self):
         """The sockets' path prefix: unique per kernel, in Jupyter's runtime folder. (jupyter_client's
         default, without a connection file yet, is ``kernel-ipc`` in the working folder: two kernels
