@@ -148,16 +148,24 @@ def test_submodules_load_lazily_after_import_softlin():
 def test_checks_print_a_verdict_and_fail_with_their_numbers(capsys):
     mc.check_close(-0.498, -0.5, se=0.006, n_se=4, what="slope")
     assert capsys.readouterr().out.strip() == (
-        "slope -0.498 ± 0.006: within 4 SE of -0.5 (measured: 0.333 SE off)"
+        "slope -0.498 ± 0.006 is 0.333 SE from -0.5: within the 4 SE allowed"
     )
     mc.check_below(np.array([0.5, 0.9]), 1.0, se=np.array([0.01, 0.02]), n_se=4, what="ratio")
-    assert "0.9 ± 0.02: 4 SE below 1 (measured: 5 SE below) (worst of 2)" in capsys.readouterr().out
+    assert (
+        "ratio 0.9 ± 0.02 is 5 SE below 1 (at least 4 SE below required) (worst of 2)"
+        in capsys.readouterr().out
+    )
     mc.check_above(torch.tensor(3.0), 1.0, what="gap")
     assert capsys.readouterr().out.strip() == "gap 3 above 1"
     # a deliberately broken check: the error holds the numbers and the claim, nothing is printed
-    with pytest.raises(AssertionError, match=r"slope -0\.45 ± 0\.006: NOT within 4 SE of -0\.5"):
+    with pytest.raises(
+        AssertionError, match=r"slope -0\.45 ± 0\.006 is 8\.33 SE from -0\.5: NOT within the 4 SE"
+    ):
         mc.check_close(-0.45, -0.5, se=0.006, n_se=4, what="slope")
-    with pytest.raises(AssertionError, match=r"ratio 0\.074 ± 0\.019: 4 SE NOT above 0"):
+    with pytest.raises(
+        AssertionError,
+        match=r"ratio 0\.074 ± 0\.019 is 3\.89 SE above 0: NOT above it by the required 4 SE",
+    ):
         mc.check_above(0.074, 0.0, se=0.019, n_se=4, what="ratio")
     with pytest.raises(AssertionError, match=r"error 0\.2 NOT below 0\.1"):
         mc.check_below(0.2, 0.1, what="error")

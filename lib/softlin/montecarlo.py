@@ -240,9 +240,12 @@ def _verdict(passed, what, text, n):
     print(line)
 
 
-def _in_se(distance, se, word):
-    """The measured distance in standard errors, e.g. " (measured: 23 SE below)"."""
-    return f" (measured: {distance / se:.3g} SE {word})" if se > 0 else ""
+def _distance(v, ref, s, below_word="below", above_word="above"):
+    """Where ``v`` lies from ``ref`` in standard errors ``s``, e.g. "is 23 SE below 1"."""
+    if s <= 0:
+        return f"is {'below' if v < ref else 'above' if v > ref else 'at'} {ref:.4g}"
+    m = (ref - v) / s
+    return f"is {abs(m):.3g} SE {below_word if m >= 0 else above_word} {ref:.4g}"
 
 
 def _claim(what, se, n_se, slack, **numbers):
@@ -278,37 +281,43 @@ def _allowance(n_se, s, slack):
 def check_close(value, ref, *, se=0.0, n_se=0.0, slack=0.0, what="value"):
     """Claim ``|value - ref| <= n_se * se + slack``.
 
-    Prints e.g. ``slope -0.498 ± 0.006: within 4 SE of -0.5 (measured: 0.333 SE off)``.
+    Prints e.g. ``slope -0.498 ± 0.006 is 0.333 SE from -0.5: within the 4 SE allowed``.
     """
     value, ref, se, n_se, slack = _claim(what, se, n_se, slack, value=value, ref=ref)
     allowed = n_se * se + slack
     (_, v, r, s, a), n = _worst(allowed - np.abs(value - ref), value, ref, se, allowed)
     passed = bool(np.all(np.abs(value - ref) <= allowed))
     word = "within" if passed else "NOT within"
-    if n_se:
+    if n_se and s > 0:
         text = (
-            f"{v:.4g} ± {s:.2g}: {word} {_allowance(n_se, s, slack)} of {r:.4g}"
-            f"{_in_se(abs(v - r), s, 'off')}"
+            f"{v:.4g} ± {s:.2g} is {abs(v - r) / s:.3g} SE from {r:.4g}: {word} the "
+            f"{_allowance(n_se, s, slack)} allowed"
         )
     else:
         text = f"{v:.6g} {word} {a:.2g} of {r:.6g}"
     _verdict(passed, what, text, n)
 
 
+def _one_sided(passed, v, b, s, n_se, slack, side):
+    """The verdict text of check_below (``side`` "below") and check_above ("above")."""
+    tail = f" (slack {float(np.max(slack)):.2g})" if np.any(slack) else ""
+    if not n_se:
+        shifted = b + float(np.max(slack)) * (1 if side == "below" else -1)
+        return f"{v:.4g} {side if passed else 'NOT ' + side} {shifted:.4g}"
+    where = f"{v:.4g} ± {s:.2g} {_distance(v, b, s)}"
+    if passed:
+        return f"{where} (at least {n_se:g} SE {side} required{tail})"
+    return f"{where}: NOT {side} it by the required {n_se:g} SE{tail}"
+
+
 def check_below(value, bound, *, se=0.0, n_se=0.0, slack=0.0, what="value"):
     """Claim ``value + n_se * se < bound + slack``: below ``bound`` by at least ``n_se`` standard
-    errors (up to ``slack``)."""
+    errors (up to ``slack``). Prints e.g. ``ratio 0.9 ± 0.02 is 5 SE below 1 (at least 4 SE below
+    required)``."""
     value, bound, se, n_se, slack = _claim(what, se, n_se, slack, value=value, bound=bound)
     (_, v, b, s), n = _worst(bound + slack - (value + n_se * se), value, bound, se)
     passed = bool(np.all(value + n_se * se < bound + slack))
-    word = "below" if passed else "NOT below"
-    tail = f" (slack {float(np.max(slack)):.2g})" if np.any(slack) else ""
-    text = (
-        f"{v:.4g} ± {s:.2g}: {n_se:g} SE {word} {b:.4g}{tail}"
-        if n_se
-        else f"{v:.4g} {word} {b + float(np.max(slack)):.4g}"
-    )
-    _verdict(passed, what, text + (_in_se(b - v, s, "below") if n_se else ""), n)
+    _verdict(passed, what, _one_sided(passed, v, b, s, n_se, slack, "below"), n)
 
 
 def check_above(value, bound, *, se=0.0, n_se=0.0, slack=0.0, what="value"):
@@ -317,14 +326,7 @@ def check_above(value, bound, *, se=0.0, n_se=0.0, slack=0.0, what="value"):
     value, bound, se, n_se, slack = _claim(what, se, n_se, slack, value=value, bound=bound)
     (_, v, b, s), n = _worst((value - n_se * se) - (bound - slack), value, bound, se)
     passed = bool(np.all(value - n_se * se > bound - slack))
-    word = "above" if passed else "NOT above"
-    tail = f" (slack {float(np.max(slack)):.2g})" if np.any(slack) else ""
-    text = (
-        f"{v:.4g} ± {s:.2g}: {n_se:g} SE {word} {b:.4g}{tail}"
-        if n_se
-        else f"{v:.4g} {word} {b - float(np.max(slack)):.4g}"
-    )
-    _verdict(passed, what, text + (_in_se(v - b, s, "above") if n_se else ""), n)
+    _verdict(passed, what, _one_sided(passed, v, b, s, n_se, slack, "above"), n)
 
 
 def check_true(condition, *, what, detail=""):
