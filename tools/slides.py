@@ -320,6 +320,14 @@ def first_sentence(text: str) -> tuple[str, str]:
     return text[: m.end()], text[m.end() :].strip()
 
 
+def png_size(png: bytes) -> tuple[int, int]:
+    """Width and height in pixels of a PNG (its IHDR chunk), so that a deck scales a figure to the room
+    its slide leaves before the image has loaded."""
+    if png[:8] != b"\x89PNG\r\n\x1a\n" or png[12:16] != b"IHDR":
+        raise OutlineError("a figure's output is not a PNG")
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+
+
 def render_slide(lesson: Lesson, r: Renderer, slide: dict, index: int, assets: Path, rel: str):
     """The ``<section>`` of one slide, and the figure files it needs ({name: bytes})."""
     where = f"book/slides/{lesson.stem}.yml, slide {index}"
@@ -355,10 +363,12 @@ def render_slide(lesson: Lesson, r: Renderer, slide: dict, index: int, assets: P
                     f"{where}: figure {label!r} has no PNG output in the executed lesson"
                 )
             files[f"{label}.png"] = png
+            w, h = png_size(png)
             classes.append("has-figure")
             first, rest = first_sentence(" ".join(caption.split()))
             parts.append(
                 f'<figure data-label="{label}"><img src="{rel}/{label}.png" '
+                f'data-width="{w}" data-height="{h}" '
                 f'alt="{html.escape(alt, quote=True)}"><figcaption><span class="fig-number">'
                 f"Figure {lesson.number}.{n}.</span> {r.inline(first)}</figcaption></figure>"
             )
@@ -426,14 +436,28 @@ window.MathJax = {mathjax};
 window.MathJax.startup = {{
   pageReady: () => MathJax.startup.defaultPageReady().then(() => document.fonts.ready).then(startDeck)
 }};
-// A slide taller than its frame is drawn in smaller type, down to {floor} %, before reveal.js lays out
-// the deck (and its print view); one that still does not fit is left as it is (tests/test_kit_slides.py
-// reports it).
+// A slide's figure is scaled up to the room its slide leaves (the full width at most), so that its
+// legend reads from the back of a room. A slide taller than its frame is drawn in smaller type, down to
+// {floor} %, before reveal.js lays out the deck (and its print view); one that still does not fit is left
+// as it is (tests/test_kit_slides.py reports it).
+function growFigure(s) {{
+  const img = s.querySelector('figure img[data-width]');
+  if (!img) return;
+  const w = +img.dataset.width, h = +img.dataset.height, full = img.parentElement.clientWidth * h / w;
+  const size = (height) => {{
+    img.style.cssText = `max-width: none; max-height: none; height: ${{height}}px; width: ${{height * w / h}}px`;
+  }};
+  let height = Math.min(h, 480, full);
+  size(height);
+  const room = 712 - s.scrollHeight;
+  if (room > 0) size(Math.min(height + room, full));
+}}
 function fitSlides() {{
   const box = document.querySelector('.reveal .slides');
   box.style.cssText = 'width: 1280px; display: block; position: static';
   for (const s of box.querySelectorAll(':scope > section')) {{
-    s.style.display = 'block'; s.style.position = 'static';
+    s.style.display = 'flow-root'; s.style.position = 'static';  // flow-root: margins counted, as in the deck
+    growFigure(s);
     for (let size = 100; s.scrollHeight > 712 && size > {floor}; ) {{
       size -= 5; s.style.fontSize = size + '%'; s.dataset.fitted = size;
     }}
@@ -488,7 +512,7 @@ CSS = """/* The book's slide decks (tools/slides.py): 1280 x 720, reveal.js whit
 .reveal figure { margin: 0; text-align: center; }
 .reveal figure img { max-height: 480px; max-width: 100%; margin: 0; }
 .reveal section.has-figure h2 { margin-bottom: 0.2em; }
-.reveal figcaption { font-size: 0.6em; color: #333; text-align: left; line-height: 1.3; margin-top: 0.2em; }
+.reveal figcaption { font-size: 0.68em; color: #333; text-align: left; line-height: 1.3; margin-top: 0.2em; }
 .reveal .fig-number { font-weight: 600; }
 .reveal .text, .reveal .section { font-size: 0.95em; }
 .reveal .math { font-size: 1em; }
