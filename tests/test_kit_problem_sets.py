@@ -57,7 +57,7 @@ def test_the_built_sets_pin_softlin_to_a_commit():
             jupytext.read(problem_sets.SOURCES / f"{name}.md"), commit, name
         )
         code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
-        assert f"git+{url}@{commit} " in code and "@main" not in code, name
+        assert f"git+{url}@{commit} " in code and f"git+{url}@main" not in code, name
         assert f"commit {commit[:12]}" in code, name
 
 
