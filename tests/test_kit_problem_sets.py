@@ -4,10 +4,13 @@ graded locally without Docker.
 * Each set's source declares its questions with points; the manual ones carry a rubric.
 * ``tools/problem_sets.py`` builds every set (``otter assign`` also runs every test against the solution):
   a student version without solutions or hidden tests, an autograder with both, a rubric page.
+* The sources install softlin from ``@main``; the built student notebooks install it at the commit they
+  were built from, as the lessons' student copies do.
 * Grading (``otter.api.grade_submission``, no container): the solution notebook gets every autograded
-  point; the blank student version gets none; a plausible wrong answer (the tilted mean computed with
-  plain exponentials, which overflow at large tilts) gets part of its question's points, not all; so does
-  lesson 3's centred-query constant C(u) given for set 2's off-centre question.
+  point; the blank student version gets none; a plausible wrong answer gets part of its question's
+  points, not all: set 1's fourth central moment in place of the fourth cumulant, set 2's Gaussian
+  constant e^{a^2}(1 + a^2) for exponential tokens and lesson 3's centred-query constant C(u) for the
+  off-centre question, set 3's guessed tilt c = 1/4 in place of the best tilt.
 """
 
 from __future__ import annotations
@@ -44,6 +47,20 @@ def test_the_sets_install_from_the_configured_repository():
         assert f"git+{url}@main" in (problem_sets.SOURCES / f"{name}.md").read_text(), name
 
 
+def test_the_built_sets_pin_softlin_to_a_commit():
+    import jupytext
+
+    url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    for name in SETS:
+        nb = problem_sets.pin_setup(
+            jupytext.read(problem_sets.SOURCES / f"{name}.md"), commit, name
+        )
+        code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+        assert f"git+{url}@{commit} " in code and f"git+{url}@main" not in code, name
+        assert f"commit {commit[:12]}" in code, name
+
+
 def test_otter_grader_is_pinned():
     assert re.search(r"^otter-grader==\d", (ROOT / "requirements.txt").read_text(), re.M)
 
@@ -56,39 +73,51 @@ def built(tmp_path_factory):
     return out
 
 
-def _wrong_ps1(built: Path, tmp_path: Path) -> Path:
-    """The solution of set 1 with the tilted mean written with plain exponentials (overflows)."""
-    nb = json.loads((built / "ps1_measures" / "autograder" / "ps1_measures.ipynb").read_text())
-    for cell in nb["cells"]:
-        src = "".join(cell["source"])
-        if src.startswith("def tilted_mean"):
-            cell["source"] = src.replace(
-                "weights = torch.softmax(tokens @ a, dim=0)",
-                "weights = torch.exp(tokens @ a); weights = weights / weights.sum()",
-            )
-    path = tmp_path / "ps1_measures.ipynb"
+def _replace(built: Path, tmp_path: Path, name: str, starts: str, source: str) -> Path:
+    """The solution of set ``name`` with the code cell that starts with ``starts`` replaced."""
+    nb = json.loads((built / name / "autograder" / f"{name}.ipynb").read_text())
+    hits = [c for c in nb["cells"] if "".join(c["source"]).startswith(starts)]
+    assert len(hits) == 1, (name, starts)
+    hits[0]["source"] = source
+    path = tmp_path / f"{name}.ipynb"
     path.write_text(json.dumps(nb))
     return path
 
 
-def _wrong_ps2(built: Path, tmp_path: Path) -> Path:
-    """The solution of set 2 with lesson 3's centred-query constant C(u) for question 2 (ignores mu)."""
-    nb = json.loads(
-        (built / "ps2_concentration" / "autograder" / "ps2_concentration.ipynb").read_text()
-    )
-    found = False
-    for cell in nb["cells"]:
-        if "".join(cell["source"]).startswith("def averaged_constant"):
-            cell["source"] = (
-                "def averaged_constant(u, mu):\n"
-                "    k = 1 - 2 * u * u\n"
-                "    return (k ** -0.5 + u * u * k ** -1.5) if k > 0 else math.inf\n"
-            )
-            found = True
-    assert found
-    path = tmp_path / "ps2_concentration.ipynb"
-    path.write_text(json.dumps(nb))
-    return path
+# Plausible wrong answers: (set, question, the cell replaced, the wrong cell).
+WRONG = {
+    "ps1 fourth central moment for kappa_4": (
+        "ps1_measures",
+        "q1",
+        "def tilt_coefficients",
+        "def tilt_coefficients(x, p):\n"
+        "    c = x - p @ x\n"
+        "    return float(p @ c**3 / 2), float(p @ c**4 / 6)\n",
+    ),
+    "ps2 Gaussian constant for Exp(1) tokens": (
+        "ps2_concentration",
+        "q1",
+        "def exponential_constant",
+        "def exponential_constant(a):\n    return math.exp(a * a) * (1 + a * a)\n",
+    ),
+    "ps2 lesson 3's C(u), no mean": (
+        "ps2_concentration",
+        "q2",
+        "def averaged_constant",
+        "def averaged_constant(u, mu):\n"
+        "    k = 1 - 2 * u * u\n"
+        "    return (k ** -0.5 + u * u * k ** -1.5) if k > 0 else math.inf\n",
+    ),
+    "ps3 a guessed tilt c = 1/4": (
+        "ps3_regression",
+        "q2",
+        "def best_tilt",
+        "def best_tilt(d):\n    return 0.25\n\n\n"
+        "def best_ratio(d):\n"
+        "    c = best_tilt(d)\n"
+        "    return (1 - c) / (c * (1 - 2 * c) ** (d / 2 + 1) * (d + 1))\n",
+    ),
+}
 
 
 @pytest.mark.book
@@ -99,7 +128,7 @@ def test_the_sets_build_and_grade_without_docker(built, tmp_path):
         result = built / name
         student = json.loads((result / "student" / f"{name}.ipynb").read_text())
         code = "\n".join("".join(c["source"]) for c in student["cells"] if c["cell_type"] == "code")
-        assert "SOLUTION" not in code and "torch.softmax(tokens @ a" not in code, name
+        assert "SOLUTION" not in code and "mu4 - 3 * var**2" not in code, name
         assert "hidden: true" not in json.dumps(student["metadata"]), f"{name}: hidden tests leak"
         assert "**Rubric" in (result / "rubric.md").read_text()
         solution = problem_sets.grade(name, result / "autograder" / f"{name}.ipynb", built)
@@ -111,18 +140,13 @@ def test_the_sets_build_and_grade_without_docker(built, tmp_path):
             "blank": blank["auto"],
             "manual": solution["manual"],
         }
-    wrong = problem_sets.grade("ps1_measures", _wrong_ps1(built, tmp_path), built)
-    q1 = wrong["questions"]["q1"]
-    assert 0 < q1[0] < q1[1], wrong  # the public tests pass, the hidden large-tilt test does not
-    assert 0 < wrong["auto"][0] < wrong["auto"][1], wrong
-    report["ps1_measures (exp overflow)"] = {"wrong": wrong["auto"]}
-    wrong2 = problem_sets.grade("ps2_concentration", _wrong_ps2(built, tmp_path), built)
-    q2 = wrong2["questions"]["q2"]
-    assert 0 < q2[0] < q2[1], (
-        wrong2
-    )  # lesson 3's C(u) passes the public test (u = 0), not the hidden
-    assert wrong2["auto"][0] < wrong2["auto"][1], wrong2
-    report["ps2_concentration (lesson 3's C(u))"] = {"wrong": wrong2["auto"]}
+    for label, (name, question, starts, source) in WRONG.items():
+        wrong = problem_sets.grade(name, _replace(built, tmp_path, name, starts, source), built)
+        score, possible = wrong["questions"][question]
+        # the public tests pass, a hidden one does not: some points, not all
+        assert 0 < score < possible, (label, wrong)
+        assert wrong["auto"][0] < wrong["auto"][1], (label, wrong)
+        report[f"{name} ({label})"] = {"wrong": wrong["auto"], question: (score, possible)}
     path = ROOT / "_build" / "kit-report.json"
     path.parent.mkdir(exist_ok=True)
     old = json.loads(path.read_text()) if path.exists() else {}

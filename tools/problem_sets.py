@@ -16,7 +16,12 @@ and rubric as their solution). ``otter assign`` turns each into
 * ``_build/problem-sets/psN_name/autograder/``: the solution notebook (model answers and rubrics
   included) and ``autograder.zip`` with the public and the hidden tests;
 
-and this script adds ``_build/problem-sets/psN_name/rubric.md`` (points per question, the manual
+Before ``otter assign``, the setup cell's ``@main`` becomes the commit the set is built from
+(:func:`pin_setup`, ``git rev-parse HEAD`` as ``tools/colab_notebooks.py`` does for the lessons), so a
+student notebook installs ``softlin`` at the commit whose hidden tests grade it, as the student copies of
+the lessons do; outside git the sources' ``@main`` stays.
+
+This script also adds ``_build/problem-sets/psN_name/rubric.md`` (points per question, the manual
 questions' model answers and rubrics), ``_build/problem-sets/README.md`` and
 ``_build/problem-sets/student-versions.zip``. ``otter assign`` runs every test against the solution
 notebook, so a set whose solution fails its own tests does not build.
@@ -102,16 +107,38 @@ def rubric(name: str) -> str:
     return "\n".join(lines)
 
 
-def build(name: str, out: Path = OUT) -> Path:
-    """Run ``otter assign`` on one set; return its output folder."""
+SETUP_INSTALL = re.compile(r"(%pip install -q git\+\S+)@main\b")
+
+
+def pin_setup(nb, commit: str | None, name: str = "set"):
+    """Point the setup cell's install of softlin at ``commit`` (in place; ``None`` keeps ``@main``)."""
+    setup = [c for c in nb.cells if c.cell_type == "code" and SETUP_INSTALL.search(c.source)]
+    if len(setup) != 1:
+        raise SystemExit(f"problem_sets: {name} needs one setup cell installing softlin @main")
+    if commit:
+        cell = setup[0]
+        cell.source = SETUP_INSTALL.sub(rf"\1@{commit}", cell.source).replace(
+            "# Setup:",
+            f"# Built from commit {commit[:12]} of the book: softlin is installed at that commit, so that\n"
+            "# the set and its library agree.\n# Setup:",
+            1,
+        )
+    return nb
+
+
+def build(name: str, out: Path = OUT, commit: str | None = None) -> Path:
+    """Run ``otter assign`` on one set; return its output folder. ``commit``: where the setup cell
+    installs softlin (default: the checkout's ``HEAD``; ``""`` keeps ``@main``)."""
     import jupytext
     import nbformat
+    from colab_notebooks import checkout_commit
     from otter.assign import main as otter_assign
 
     master_dir = out / "masters"
     master_dir.mkdir(parents=True, exist_ok=True)
     nb = jupytext.read(SOURCES / f"{name}.md")
     nb.metadata.pop("jupytext", None)
+    pin_setup(nb, checkout_commit(ROOT) if commit is None else (commit or None), name)
     master = master_dir / f"{name}.ipynb"
     nbformat.write(nb, master)
     result = out / name
@@ -211,6 +238,14 @@ def main(argv=None) -> int:
     unknown = sorted(set(names) - set(known))
     if unknown:
         ap.error(f"unknown problem sets {unknown}; known: {known}")
+    from colab_notebooks import checkout_commit, uncommitted_library
+
+    if checkout_commit(ROOT) and uncommitted_library(ROOT):
+        print(
+            "note: lib/ has uncommitted changes; the sets install softlin at "
+            f"{checkout_commit(ROOT)[:12]}",
+            file=sys.stderr,
+        )
     for name in names:
         result = build(name, args.out)
         print(
