@@ -47,7 +47,9 @@ def record_runs(records, runs, mode, path=RECORD):
     )
     pages = doc.setdefault("pages", {})
     commit = (git("rev-parse", "HEAD") or "").strip()[:12]
-    dirty = bool((git("status", "--porcelain", "--untracked-files=no") or "").strip())
+    # the record itself does not make the tree dirty (an earlier page's runs were written to it)
+    changed = (git("status", "--porcelain", "--untracked-files=no") or "").splitlines()
+    dirty = any(not line.endswith(str(path.relative_to(ROOT))) for line in changed if line.strip())
     for run, rec in zip(runs, records):
         entry = pages.setdefault(rec["chapter"], {}).setdefault(mode, {})
         entry[str(run[5]["seed"])] = {
