@@ -171,12 +171,19 @@ def failed_cell(path: Path) -> str:
         nb = nbformat_read(path)
     except Exception:  # noqa: BLE001 (a half-written notebook: the caller reports the failure itself)
         return ""
-    for i, cell in enumerate(nb.cells):
-        if cell.cell_type == "code" and any(
-            o.get("output_type") == "error" for o in cell.get("outputs", [])
-        ):
-            first = next((line for line in cell.source.splitlines() if line.strip()), "")
-            return f"cell {i} (`{first[:70]}`)"
+    code = [(i, cell) for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
+    failed = [
+        (i, cell)
+        for i, cell in code
+        if any(o.get("output_type") == "error" for o in cell.get("outputs", []))
+    ]
+    # a cell that timed out has no error output: it is the last one papermill started
+    started = [
+        (i, cell) for i, cell in code if cell.metadata.get("papermill", {}).get("start_time")
+    ]
+    for i, cell in (failed or started[-1:])[:1]:
+        first = next((line for line in cell.source.splitlines() if line.strip()), "")
+        return f"cell {i} (`{first[:70]}`)"
     return ""
 
 
