@@ -9,8 +9,8 @@ graded locally without Docker.
 * Grading (``otter.api.grade_submission``, no container): the solution notebook gets every autograded
   point; the blank student version gets none; a plausible wrong answer gets part of its question's
   points, not all: set 1's fourth central moment in place of the fourth cumulant, set 2's Gaussian
-  constant e^{a^2}(1 + a^2) for exponential tokens and lesson 3's centred-query constant C(u) for the
-  off-centre question, set 3's guessed tilt c = 1/4 in place of the best tilt.
+  constant e^{a^2}(1 + a^2) for exponential tokens and the centred queries' constant (the mean of the
+  queries ignored) for the off-centre question, set 3's guessed tilt c = 1/4 in place of the best tilt.
 """
 
 from __future__ import annotations
@@ -39,6 +39,35 @@ def test_one_problem_set_per_session_with_points_and_rubrics():
         assert "hidden: true" in text, f"{name}: no hidden test"
         config = yaml.safe_load(text.split("# ASSIGNMENT CONFIG", 1)[1].split("```", 1)[0])
         assert config["name"] == name and f'otter.Notebook("{name}.ipynb")' in text
+
+
+WORDS = {"Ten": 10, "Eleven": 11, "Twelve": 12, "Thirteen": 13, "Fourteen": 14, "Fifteen": 15}
+
+
+def test_the_points_are_stated_alike_everywhere():
+    """A set's total and autograded points, as its questions declare them, are the ones its opening
+    paragraph states, and the total is the one book/instructor.md quotes in the plan and in the table of
+    sets; every question's title states its own points."""
+    plan = (ROOT / "book" / "instructor.md").read_text()
+    for n, name in enumerate(SETS, 1):
+        qs = problem_sets.questions(name)
+        total = sum(q["points"] for q in qs)
+        auto = sum(q["points"] for q in qs if not q["manual"])
+        text = (problem_sets.SOURCES / f"{name}.md").read_text()
+        stated = re.search(r"\b(\w+) points: ([\d.]+) for", text)
+        assert stated and WORDS.get(stated[1]) == total and float(stated[2]) == auto, (
+            name,
+            stated and stated.groups(),
+            total,
+            auto,
+        )
+        assert f"problem set {n} ({total:g} points" in plan, (name, total)
+        assert re.search(rf"^\| {n}\. [^|]*\({total:g} points\) \|", plan, re.M), (name, total)
+        for q in qs:
+            title = rf"\*\*Question {q['name'][1:]} \({q['points']:g} points?[,)]"
+            assert re.search(title, text), (
+                f"{name}: {q['name']}'s title does not say {q['points']:g}"
+            )
 
 
 def test_the_sets_install_from_the_configured_repository():
@@ -100,13 +129,17 @@ WRONG = {
         "def exponential_constant",
         "def exponential_constant(a):\n    return math.exp(a * a) * (1 + a * a)\n",
     ),
-    "ps2 lesson 3's C(u), no mean": (
+    "ps2 the centred queries' constant, no mean": (
         "ps2_concentration",
         "q2",
         "def averaged_constant",
-        "def averaged_constant(u, mu):\n"
-        "    k = 1 - 2 * u * u\n"
-        "    return (k ** -0.5 + u * u * k ** -1.5) if k > 0 else math.inf\n",
+        "def averaged_constant(U, V, Gamma, mu):\n"
+        "    K = torch.eye(len(mu)) - 2 * U.T @ Gamma @ U\n"
+        "    if float(torch.linalg.eigvalsh(K).min()) <= 0:\n"
+        "        return math.inf\n"
+        "    B = U.T @ Gamma @ V.T @ V @ Gamma @ U\n"
+        "    t = torch.trace(V @ Gamma @ V.T) + torch.trace(B @ torch.linalg.inv(K))\n"
+        "    return float(torch.linalg.det(K) ** -0.5 * t)\n",
     ),
     "ps3 a guessed tilt c = 1/4": (
         "ps3_regression",
