@@ -11,11 +11,16 @@ graded locally without Docker.
   points, not all: set 1's fourth central moment in place of the fourth cumulant, set 2's Gaussian
   constant e^{a^2}(1 + a^2) for exponential tokens and the centred queries' constant (the mean of the
   queries ignored) for the off-centre question, set 3's guessed tilt c = 1/4 in place of the best tilt.
+* Variants (``--variant SEED``): the numerical inputs are placeholders in the sources; without a variant
+  they are the defaults, with one they are drawn from its seed and every set still builds (its solution
+  passes its own tests) and its solution gets full marks, while set 1's default solution, graded by the
+  variant's autograder, loses the questions whose numbers changed.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -25,6 +30,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SETS = problem_sets.sets()
+VARIANT = 2025
 
 
 def test_one_problem_set_per_session_with_points_and_rubrics():
@@ -68,6 +74,24 @@ def test_the_points_are_stated_alike_everywhere():
             assert re.search(title, text), (
                 f"{name}: {q['name']}'s title does not say {q['points']:g}"
             )
+
+
+@pytest.mark.parametrize("seed", [None, 1, 2, VARIANT])
+def test_every_placeholder_has_a_value_and_a_variant_changes_the_numbers(seed):
+    default = problem_sets.parameters()
+    values = problem_sets.parameters(seed)
+    for name in SETS:
+        text = problem_sets.source(name, seed)  # raises on a placeholder without a value, or unused
+        assert "{{" not in text and problem_sets.questions(name, seed), name
+        title = next(line for line in text.splitlines() if line.startswith("# Problem set"))
+        assert ("(variant" in title) == (seed is not None), (name, title)
+        if seed is not None:
+            changed = [k for k in values[name] if values[name][k] != default[name][k]]
+            assert len(changed) > 3, (name, changed)
+    if seed is not None:  # set 1's two-point law, the one number a student computes by hand
+        assert values["ps1_measures"]["mean"] != default["ps1_measures"]["mean"] or (
+            values["ps1_measures"]["tilt"] != default["ps1_measures"]["tilt"]
+        )
 
 
 def test_the_sets_install_from_the_configured_repository():
@@ -185,3 +209,36 @@ def test_the_sets_build_and_grade_without_docker(built, tmp_path):
     old = json.loads(path.read_text()) if path.exists() else {}
     path.write_text(json.dumps({**old, "problem_sets": report}, indent=1))
     print(json.dumps(report, indent=1))
+
+
+def _tilted_mean(values: dict) -> float:
+    """The answer to set 1's question 3 for these inputs: the two-point law's tilted mean."""
+    w1 = values["p1"] * math.exp(values["tilt"] * values["x1"])
+    w2 = values["p2"] * math.exp(values["tilt"] * values["x2"])
+    return (w1 * values["x1"] + w2 * values["x2"]) / (w1 + w2)
+
+
+@pytest.mark.book
+def test_a_variant_has_other_numbers_and_its_solution_gets_full_marks(built, tmp_path_factory):
+    out = tmp_path_factory.mktemp("problem-sets-variant")
+    assert problem_sets.main(["--variant", str(VARIANT), "--out", str(out)]) == 0
+    assert f"variant {VARIANT}" in (out / "README.md").read_text()
+    for name in SETS:
+        student = (out / name / "student" / f"{name}.ipynb").read_text()
+        title = json.loads(student)["cells"][0]["source"][0]
+        assert "(variant)" in title and str(VARIANT) not in title, (name, title)
+        assert "hidden: true" not in student, name
+        solution = problem_sets.grade(
+            name, out / name / "autograder" / f"{name}.ipynb", out, VARIANT
+        )
+        assert solution["auto"][0] == solution["auto"][1] > 0, (name, solution)
+    # An expected value differs: set 1's question 3, by more than its hidden test's tolerance (5e-3) ...
+    default, variant = problem_sets.parameters(), problem_sets.parameters(VARIANT)
+    assert abs(_tilted_mean(variant["ps1_measures"]) - _tilted_mean(default["ps1_measures"])) > 5e-3
+    # ... so the default solution, graded by the variant's autograder, loses that question, and
+    # question 2 (the tokens' rate changed), while the questions that take no number keep theirs.
+    stale = problem_sets.grade(
+        "ps1_measures", built / "ps1_measures" / "autograder" / "ps1_measures.ipynb", out, VARIANT
+    )["questions"]
+    assert stale["q3"][0] < stale["q3"][1] and stale["q2"][0] < stale["q2"][1], stale
+    assert stale["q1"][0] == stale["q1"][1], stale
