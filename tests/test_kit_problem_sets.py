@@ -11,6 +11,8 @@ graded locally without Docker.
   points, not all: set 1's fourth central moment in place of the fourth cumulant, set 2's Gaussian
   constant e^{a^2}(1 + a^2) for exponential tokens and the centred queries' constant (the mean of the
   queries ignored) for the off-centre question, set 3's guessed tilt c = 1/4 in place of the best tilt.
+* The site hosts the student versions and nothing else of the sets (``problem_sets.publish``, run by
+  ``tools/build_book.py``): three notebooks and their zip, listed on the instructor page.
 * Variants (``--variant SEED``): the numerical inputs are placeholders in the sources; without a variant
   they are the defaults, with one they are drawn from its seed and every set still builds (its solution
   passes its own tests) and its solution gets full marks, while set 1's default solution, graded by the
@@ -22,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import zipfile
 from pathlib import Path
 
 import problem_sets
@@ -112,6 +115,33 @@ def test_the_built_sets_pin_softlin_to_a_commit():
         code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
         assert f"git+{url}@{commit} " in code and f"git+{url}@main" not in code, name
         assert f"commit {commit[:12]}" in code, name
+
+
+def test_the_site_gets_the_student_versions_and_nothing_else(tmp_path):
+    div = '<div id="problem-set-downloads" class="problem-set-downloads">'
+    assert div in (ROOT / "book" / "instructor.md").read_text()
+    html = tmp_path / "html"
+    (html / "book").mkdir(parents=True)
+    (html / "book" / "instructor.html").write_text(
+        f"<main>{div}<p>filled by the build</p></div></main>"
+    )
+    files = problem_sets.publish(html)
+    assert [f.name for f in files] == [*(f"{name}.ipynb" for name in SETS), "student-versions.zip"]
+    page = (html / "book" / "instructor.html").read_text()
+    assert "filled by the build" not in page and "student-versions.zip" in page
+    for name in SETS:
+        assert f'href="../problem-sets/{name}.ipynb"' in page, name
+        text = (html / "problem-sets" / f"{name}.ipynb").read_text()
+        for secret in (
+            "SOLUTION",
+            "hidden: true",
+            "**Model answer",
+            "**Rubric",
+            "mu4 - 3 * var**2",
+        ):
+            assert secret not in text, (name, secret)
+    with zipfile.ZipFile(html / "problem-sets" / "student-versions.zip") as z:
+        assert sorted(z.namelist()) == [f"{name}.ipynb" for name in SETS]
 
 
 def test_otter_grader_is_pinned():

@@ -38,6 +38,14 @@ This script also adds ``psN_name/rubric.md`` (points per question, the manual qu
 and rubrics), ``README.md`` and ``student-versions.zip``. ``otter assign`` runs every test against the
 solution notebook, so a set whose solution fails its own tests does not build.
 
+The site hosts the student versions, and only them (:func:`publish`, which ``tools/build_book.py`` runs
+after the Sphinx build): ``<site>/problem-sets/psN_name.ipynb`` and ``student-versions.zip``, listed on
+the instructor page. They are built there without otter's run of the tests on the solutions (the
+student version does not depend on it; ``make problem-sets`` and the tests run them): measured at about
+1 s in the build (0.9-1.3 s, 0.6-0.7 s of it importing otter; 2.7-3.8 s in a fresh process that must
+also import jupytext and nbformat), against some 20 s with the test runs. The solutions, hidden tests
+and rubrics never reach the site.
+
 Grading runs the submission in this environment (``otter.api.grade_submission``: no container, no
 network; softlin and torch must be installed, as ``make install`` does), and prints the points of each
 question; the manually graded questions are listed with their points, to be graded by hand with the
@@ -50,12 +58,14 @@ tests without Docker.
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import math
 import random
 import re
 import shutil
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -336,10 +346,12 @@ def build(
     out: Path = OUT,
     commit: str | None = None,
     variant: int | None = None,
+    run_tests: bool = True,
 ) -> Path:
     """Run ``otter assign`` on one set; return its output folder. ``commit``: where the setup cell
     installs softlin (default: the checkout's ``HEAD``; ``""`` keeps ``@main``); ``variant``: the seed of
-    the numerical inputs (default: the sources' defaults)."""
+    the numerical inputs (default: the sources' defaults); ``run_tests=False`` skips otter's run of the
+    tests on the solution (the student version is the same; :func:`publish` uses it)."""
     import nbformat
     from colab_notebooks import checkout_commit
     from otter.assign import main as otter_assign
@@ -353,7 +365,7 @@ def build(
     nbformat.write(nb, master)
     result = out / name
     shutil.rmtree(result, ignore_errors=True)
-    otter_assign(str(master), str(result), no_pdfs=True)
+    otter_assign(str(master), str(result), no_pdfs=True, no_run_tests=not run_tests)
     student = result / "student" / f"{name}.ipynb"
     autograder = result / "autograder" / "autograder.zip"
     for stamped in (result / "autograder").glob(f"{name}-autograder_*.zip"):
@@ -395,12 +407,55 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
     (out / "README.md").write_text("\n".join(lines))
 
 
-def zip_students(names: list[str], out: Path = OUT) -> Path:
+def zip_students(names: list[str], out: Path = OUT, flat: bool = False) -> Path:
+    """``out/student-versions.zip`` with each set's student notebook (from ``out/psN_name/student/``,
+    or from ``out/`` itself when ``flat``)."""
     target = out / "student-versions.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
         for name in names:
-            z.write(out / name / "student" / f"{name}.ipynb", f"{name}.ipynb")
+            notebook = out / f"{name}.ipynb" if flat else out / name / "student" / f"{name}.ipynb"
+            z.write(notebook, f"{name}.ipynb")
     return target
+
+
+DOWNLOADS = re.compile(
+    r'<div id="problem-set-downloads" class="problem-set-downloads">.*?</div>', re.S
+)
+
+
+def publish(html_dir: Path) -> list[Path]:
+    """Put the student versions of the sets (no solutions, no hidden tests) into the built site, in
+    ``problem-sets/`` with a zip of them, and list them on the instructor page (its
+    ``<div id="problem-set-downloads">``); return the files written."""
+    page = html_dir / "book" / "instructor.html"
+    text = page.read_text(encoding="utf-8")
+    if not DOWNLOADS.search(text):
+        raise SystemExit(f'{page}: no <div id="problem-set-downloads"> to list the problem sets in')
+    target = html_dir / "problem-sets"
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    names, items = sets(), []
+    with tempfile.TemporaryDirectory() as tmp:  # the autograders and solutions stay in here
+        for n, name in enumerate(names, 1):
+            built = build(name, Path(tmp), run_tests=False)
+            shutil.copy2(built / "student" / f"{name}.ipynb", target / f"{name}.ipynb")
+            total, auto = points(name)
+            items.append(
+                f'<li><a href="../problem-sets/{name}.ipynb" download>Problem set {n}</a>: '
+                f"<code>{html.escape(name)}.ipynb</code>, {total:g} points ({auto:g} autograded)</li>"
+            )
+    zip_students(names, target, flat=True)
+    items.append(
+        '<li><a href="../problem-sets/student-versions.zip" download>The three sets</a>: '
+        "<code>student-versions.zip</code></li>"
+    )
+    block = (
+        '<div id="problem-set-downloads" class="problem-set-downloads"><ul>'
+        + "".join(items)
+        + "</ul></div>"
+    )
+    page.write_text(DOWNLOADS.sub(lambda _: block, text, count=1), encoding="utf-8")
+    return sorted(target.iterdir())
 
 
 def grade(name: str, submission: Path, out: Path = OUT, variant: int | None = None) -> dict:
