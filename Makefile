@@ -65,8 +65,13 @@ handouts: $(STAMP)
 ## The graded problem sets, one per session (otter-grader; tools/problem_sets.py): student versions, the
 ## autograders (public and hidden tests) and the rubrics in _build/problem-sets/. Grade a submission with
 ## `.venv/bin/python tools/problem_sets.py --grade ps1_measures FILE.ipynb` (no Docker).
+## `make problem-sets VARIANT=SEED` builds every set with other numbers, drawn from the integer SEED (the
+## question text, the solution, the public and the hidden tests agree), into
+## _build/problem-sets-variant-SEED/; grade against it with `--variant SEED --grade ...`. Without VARIANT
+## the sets are built with the sources' own numbers.
+VARIANT ?=
 problem-sets: $(STAMP)
-	$(PY) tools/problem_sets.py
+	$(PY) tools/problem_sets.py $(if $(VARIANT),--variant $(VARIANT))
 
 ## The lessons' slide decks again, from the built site's executed lessons (`make book` builds them too):
 ## _build/stage/_build/html/slides/NN_name.html (tools/slides.py).

@@ -6,7 +6,9 @@ Students read whole lessons, two before each session (no "read up to the stateme
 lessons are short enough to be read whole). For each session the reading must stay within about two
 hours (two hours and at most 10 % more: lessons 3 and 4 together take about 130 minutes), and the
 minutes the plan states must be within 20 % of the count. Each session's class minutes
-add up to 90, and the plan names the decks, quizzes and problem sets.
+add up to 90, and the plan names the decks, quizzes and problem sets. Each deck gets 3 to 4 minutes a
+slide (the slides of its outline, ``book/slides/NN_name.yml``, after the title slide: time to ask for a
+prediction and discuss it), says how many slides it has, and each of the seven decks has its slot.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 from build_book import lessons
 from lesson_metrics import prose_words
 
@@ -29,6 +32,7 @@ SESSIONS = {
     3: ("05_icl_linear_regression", "06_paper_experiment"),
 }
 LESSONS = {md.stem: md for md in lessons(ROOT)}
+MINUTES_PER_SLIDE = (3, 4)  # with a prediction asked and discussed
 
 
 def session_rows() -> list[str]:
@@ -65,3 +69,24 @@ def test_the_reading_before_a_session_fits_in_about_two_hours(session):
         f"session {session}: the plan says about {stated[0]} minutes, the lessons take about "
         f"{minutes:.0f} ({words} words)"
     )
+
+
+def test_each_deck_gets_3_to_4_minutes_a_slide():
+    decks = [md.stem for md in lessons(ROOT)]  # deck N is lesson N's
+    seen = []
+    for row in session_rows():
+        in_class = row.split("|")[3]
+        for minutes, n, stated in re.findall(r"(?:^|·)\s*(\d+) deck (\d) \((\d+) slides", in_class):
+            stem = decks[int(n) - 1]
+            slides = len(
+                yaml.safe_load((ROOT / "book" / "slides" / f"{stem}.yml").read_text())["slides"]
+            )
+            assert int(stated) == slides, (
+                f"deck {n}: the plan says {stated} slides, the outline has {slides}"
+            )
+            low, high = (m * slides for m in MINUTES_PER_SLIDE)
+            assert low <= int(minutes) <= high, (
+                f"deck {n}: {minutes} minutes for {slides} slides; 3 to 4 a slide is {low}-{high}"
+            )
+            seen.append(int(n))
+    assert sorted(seen) == list(range(1, len(decks) + 1)), seen

@@ -9,14 +9,22 @@ graded locally without Docker.
 * Grading (``otter.api.grade_submission``, no container): the solution notebook gets every autograded
   point; the blank student version gets none; a plausible wrong answer gets part of its question's
   points, not all: set 1's fourth central moment in place of the fourth cumulant, set 2's Gaussian
-  constant e^{a^2}(1 + a^2) for exponential tokens and lesson 3's centred-query constant C(u) for the
-  off-centre question, set 3's guessed tilt c = 1/4 in place of the best tilt.
+  constant e^{a^2}(1 + a^2) for exponential tokens and the centred queries' constant (the mean of the
+  queries ignored) for the off-centre question, set 3's guessed tilt c = 1/4 in place of the best tilt.
+* The site hosts the student versions and nothing else of the sets (``problem_sets.publish``, run by
+  ``tools/build_book.py``): three notebooks and their zip, listed on the instructor page.
+* Variants (``--variant SEED``): the numerical inputs are placeholders in the sources; without a variant
+  they are the defaults, with one they are drawn from its seed and every set still builds (its solution
+  passes its own tests) and its solution gets full marks, while set 1's default solution, graded by the
+  variant's autograder, loses the questions whose numbers changed.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
+import zipfile
 from pathlib import Path
 
 import problem_sets
@@ -25,6 +33,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SETS = problem_sets.sets()
+VARIANT = 2025
 
 
 def test_one_problem_set_per_session_with_points_and_rubrics():
@@ -39,6 +48,53 @@ def test_one_problem_set_per_session_with_points_and_rubrics():
         assert "hidden: true" in text, f"{name}: no hidden test"
         config = yaml.safe_load(text.split("# ASSIGNMENT CONFIG", 1)[1].split("```", 1)[0])
         assert config["name"] == name and f'otter.Notebook("{name}.ipynb")' in text
+
+
+WORDS = {"Ten": 10, "Eleven": 11, "Twelve": 12, "Thirteen": 13, "Fourteen": 14, "Fifteen": 15}
+
+
+def test_the_points_are_stated_alike_everywhere():
+    """A set's total and autograded points, as its questions declare them, are the ones its opening
+    paragraph states, and the total is the one book/instructor.md quotes in the plan and in the table of
+    sets; every question's title states its own points."""
+    plan = (ROOT / "book" / "instructor.md").read_text()
+    for n, name in enumerate(SETS, 1):
+        qs = problem_sets.questions(name)
+        total = sum(q["points"] for q in qs)
+        auto = sum(q["points"] for q in qs if not q["manual"])
+        text = (problem_sets.SOURCES / f"{name}.md").read_text()
+        stated = re.search(r"\b(\w+) points: ([\d.]+) for", text)
+        assert stated and WORDS.get(stated[1]) == total and float(stated[2]) == auto, (
+            name,
+            stated and stated.groups(),
+            total,
+            auto,
+        )
+        assert f"problem set {n} ({total:g} points" in plan, (name, total)
+        assert re.search(rf"^\| {n}\. [^|]*\({total:g} points\) \|", plan, re.M), (name, total)
+        for q in qs:
+            title = rf"\*\*Question {q['name'][1:]} \({q['points']:g} points?[,)]"
+            assert re.search(title, text), (
+                f"{name}: {q['name']}'s title does not say {q['points']:g}"
+            )
+
+
+@pytest.mark.parametrize("seed", [None, 1, 2, VARIANT])
+def test_every_placeholder_has_a_value_and_a_variant_changes_the_numbers(seed):
+    default = problem_sets.parameters()
+    values = problem_sets.parameters(seed)
+    for name in SETS:
+        text = problem_sets.source(name, seed)  # raises on a placeholder without a value, or unused
+        assert "{{" not in text and problem_sets.questions(name, seed), name
+        title = next(line for line in text.splitlines() if line.startswith("# Problem set"))
+        assert ("(variant" in title) == (seed is not None), (name, title)
+        if seed is not None:
+            changed = [k for k in values[name] if values[name][k] != default[name][k]]
+            assert len(changed) > 3, (name, changed)
+    if seed is not None:  # set 1's two-point law, the one number a student computes by hand
+        assert values["ps1_measures"]["mean"] != default["ps1_measures"]["mean"] or (
+            values["ps1_measures"]["tilt"] != default["ps1_measures"]["tilt"]
+        )
 
 
 def test_the_sets_install_from_the_configured_repository():
@@ -59,6 +115,33 @@ def test_the_built_sets_pin_softlin_to_a_commit():
         code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
         assert f"git+{url}@{commit} " in code and f"git+{url}@main" not in code, name
         assert f"commit {commit[:12]}" in code, name
+
+
+def test_the_site_gets_the_student_versions_and_nothing_else(tmp_path):
+    div = '<div id="problem-set-downloads" class="problem-set-downloads">'
+    assert div in (ROOT / "book" / "instructor.md").read_text()
+    html = tmp_path / "html"
+    (html / "book").mkdir(parents=True)
+    (html / "book" / "instructor.html").write_text(
+        f"<main>{div}<p>filled by the build</p></div></main>"
+    )
+    files = problem_sets.publish(html)
+    assert [f.name for f in files] == [*(f"{name}.ipynb" for name in SETS), "student-versions.zip"]
+    page = (html / "book" / "instructor.html").read_text()
+    assert "filled by the build" not in page and "student-versions.zip" in page
+    for name in SETS:
+        assert f'href="../problem-sets/{name}.ipynb"' in page, name
+        text = (html / "problem-sets" / f"{name}.ipynb").read_text()
+        for secret in (
+            "SOLUTION",
+            "hidden: true",
+            "**Model answer",
+            "**Rubric",
+            "mu4 - 3 * var**2",
+        ):
+            assert secret not in text, (name, secret)
+    with zipfile.ZipFile(html / "problem-sets" / "student-versions.zip") as z:
+        assert sorted(z.namelist()) == [f"{name}.ipynb" for name in SETS]
 
 
 def test_otter_grader_is_pinned():
@@ -100,13 +183,17 @@ WRONG = {
         "def exponential_constant",
         "def exponential_constant(a):\n    return math.exp(a * a) * (1 + a * a)\n",
     ),
-    "ps2 lesson 3's C(u), no mean": (
+    "ps2 the centred queries' constant, no mean": (
         "ps2_concentration",
         "q2",
         "def averaged_constant",
-        "def averaged_constant(u, mu):\n"
-        "    k = 1 - 2 * u * u\n"
-        "    return (k ** -0.5 + u * u * k ** -1.5) if k > 0 else math.inf\n",
+        "def averaged_constant(U, V, Gamma, mu):\n"
+        "    K = torch.eye(len(mu)) - 2 * U.T @ Gamma @ U\n"
+        "    if float(torch.linalg.eigvalsh(K).min()) <= 0:\n"
+        "        return math.inf\n"
+        "    B = U.T @ Gamma @ V.T @ V @ Gamma @ U\n"
+        "    t = torch.trace(V @ Gamma @ V.T) + torch.trace(B @ torch.linalg.inv(K))\n"
+        "    return float(torch.linalg.det(K) ** -0.5 * t)\n",
     ),
     "ps3 a guessed tilt c = 1/4": (
         "ps3_regression",
@@ -152,3 +239,36 @@ def test_the_sets_build_and_grade_without_docker(built, tmp_path):
     old = json.loads(path.read_text()) if path.exists() else {}
     path.write_text(json.dumps({**old, "problem_sets": report}, indent=1))
     print(json.dumps(report, indent=1))
+
+
+def _tilted_mean(values: dict) -> float:
+    """The answer to set 1's question 3 for these inputs: the two-point law's tilted mean."""
+    w1 = values["p1"] * math.exp(values["tilt"] * values["x1"])
+    w2 = values["p2"] * math.exp(values["tilt"] * values["x2"])
+    return (w1 * values["x1"] + w2 * values["x2"]) / (w1 + w2)
+
+
+@pytest.mark.book
+def test_a_variant_has_other_numbers_and_its_solution_gets_full_marks(built, tmp_path_factory):
+    out = tmp_path_factory.mktemp("problem-sets-variant")
+    assert problem_sets.main(["--variant", str(VARIANT), "--out", str(out)]) == 0
+    assert f"variant {VARIANT}" in (out / "README.md").read_text()
+    for name in SETS:
+        student = (out / name / "student" / f"{name}.ipynb").read_text()
+        title = json.loads(student)["cells"][0]["source"][0]
+        assert "(variant)" in title and str(VARIANT) not in title, (name, title)
+        assert "hidden: true" not in student, name
+        solution = problem_sets.grade(
+            name, out / name / "autograder" / f"{name}.ipynb", out, VARIANT
+        )
+        assert solution["auto"][0] == solution["auto"][1] > 0, (name, solution)
+    # An expected value differs: set 1's question 3, by more than its hidden test's tolerance (5e-3) ...
+    default, variant = problem_sets.parameters(), problem_sets.parameters(VARIANT)
+    assert abs(_tilted_mean(variant["ps1_measures"]) - _tilted_mean(default["ps1_measures"])) > 5e-3
+    # ... so the default solution, graded by the variant's autograder, loses that question, and
+    # question 2 (the tokens' rate changed), while the questions that take no number keep theirs.
+    stale = problem_sets.grade(
+        "ps1_measures", built / "ps1_measures" / "autograder" / "ps1_measures.ipynb", out, VARIANT
+    )["questions"]
+    assert stale["q3"][0] < stale["q3"][1] and stale["q2"][0] < stale["q2"][1], stale
+    assert stale["q1"][0] == stale["q1"][1], stale

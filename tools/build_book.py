@@ -16,6 +16,8 @@
 5. Convert the site's downloadable notebooks (``_sources/**.ipynb``) for plain front ends, as Colab's
    (``tools/colab_notebooks.py``): *Download .ipynb* gives no MyST markup, with the outputs.
 6. Build the lessons' slide decks from the executed lessons into the site (``tools/slides.py``).
+7. Put the problem sets' student versions (no solutions, no hidden tests) into the site's
+   ``problem-sets/`` and list them on the instructor page (``tools/problem_sets.py``'s ``publish``).
 
 Every kernel talks to papermill over IPC (:class:`LocalKernelManager`), not TCP on localhost.
 
@@ -649,6 +651,19 @@ def main(argv=None) -> int:
         stems = [s for s in (args.only or []) if (slides.OUTLINES / f"{s}.yml").exists()]
         if args.only is None or stems:
             rc = slides.main(["--stage", str(stage), *(["--only", *stems] if stems else [])])
+    if rc == 0 and root == ROOT:  # the problem sets' student versions, for download
+        import problem_sets
+
+        t2 = time.perf_counter()
+        try:
+            files = problem_sets.publish(stage / "_build" / "html")
+        except SystemExit as exc:  # problem_sets reports its failures so, with the reason
+            print(f"the problem sets' student versions were not built: {exc}", file=sys.stderr)
+            return 1
+        print(
+            f"problem sets: {len(files)} student file(s) in the site's problem-sets/ "
+            f"in {time.perf_counter() - t2:.1f} s"
+        )
     return rc
 
 

@@ -4,6 +4,8 @@
     python tools/problem_sets.py                       # every set -> _build/problem-sets/ (`make problem-sets`)
     python tools/problem_sets.py ps2_concentration     # one set
     python tools/problem_sets.py --grade ps1_measures submission.ipynb [...]   # score submissions
+    python tools/problem_sets.py --variant 2025        # fresh numbers: _build/problem-sets-variant-2025/
+    python tools/problem_sets.py --variant 2025 --grade ps1_measures submission.ipynb   # grade against it
 
 One problem set per session, ``course/problem_sets/psN_name.md``: a MyST notebook (jupytext) written in
 otter-grader's assignment format (raw cells ``# BEGIN QUESTION`` ... ``# END QUESTION``, solutions between
@@ -16,15 +18,33 @@ and rubric as their solution). ``otter assign`` turns each into
 * ``_build/problem-sets/psN_name/autograder/``: the solution notebook (model answers and rubrics
   included) and ``autograder.zip`` with the public and the hidden tests;
 
+**Numerical inputs and variants.** The numbers a set's computations use (the rate of the exponential
+tokens, the two-point law and its tilt, the seeds and inputs of the hidden tests, the simulation's tilt and
+prompt length) are written in the sources as placeholders, ``{{name}}`` or ``{{name:fmt}}`` (a Python format
+spec), and filled in from :func:`parameters` before anything else reads a source (:func:`source`): the
+question text, the solution, the public and hidden tests and the model answers all take the same values.
+Without ``--variant`` they are the defaults; ``--variant SEED`` draws other values from ``SEED``, so that
+each year's students get fresh numbers whose solution and tests agree (``otter assign`` checks it by
+running the tests on the solution). A variant is built into ``_build/problem-sets-variant-SEED/``; its
+titles say "(variant)" but not the seed, which only that folder's README.md records: with the seed and
+this repository anyone can rebuild the variant's solutions, so a lecturer keeps it private.
+
 Before ``otter assign``, the setup cell's ``@main`` becomes the commit the set is built from
 (:func:`pin_setup`, ``git rev-parse HEAD`` as ``tools/colab_notebooks.py`` does for the lessons), so a
 student notebook installs ``softlin`` at the commit whose hidden tests grade it, as the student copies of
 the lessons do; outside git the sources' ``@main`` stays.
 
-This script also adds ``_build/problem-sets/psN_name/rubric.md`` (points per question, the manual
-questions' model answers and rubrics), ``_build/problem-sets/README.md`` and
-``_build/problem-sets/student-versions.zip``. ``otter assign`` runs every test against the solution
-notebook, so a set whose solution fails its own tests does not build.
+This script also adds ``psN_name/rubric.md`` (points per question, the manual questions' model answers
+and rubrics), ``README.md`` and ``student-versions.zip``. ``otter assign`` runs every test against the
+solution notebook, so a set whose solution fails its own tests does not build.
+
+The site hosts the student versions, and only them (:func:`publish`, which ``tools/build_book.py`` runs
+after the Sphinx build): ``<site>/problem-sets/psN_name.ipynb`` and ``student-versions.zip``, listed on
+the instructor page. They are built there without otter's run of the tests on the solutions (the
+student version does not depend on it; ``make problem-sets`` and the tests run them): measured at about
+1 s in the build (0.9-1.3 s, 0.6-0.7 s of it importing otter; 2.7-3.8 s in a fresh process that must
+also import jupytext and nbformat), against some 20 s with the test runs. The solutions, hidden tests
+and rubrics never reach the site.
 
 Grading runs the submission in this environment (``otter.api.grade_submission``: no container, no
 network; softlin and torch must be installed, as ``make install`` does), and prints the points of each
@@ -38,10 +58,14 @@ tests without Docker.
 from __future__ import annotations
 
 import argparse
+import html
 import json
+import math
+import random
 import re
 import shutil
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -49,6 +73,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ROOT / "course" / "problem_sets"
 OUT = ROOT / "_build" / "problem-sets"
 QUESTION = re.compile(r"```\{raw-cell\}\n# BEGIN QUESTION\n(?P<config>.*?)```", re.S)
+PLACEHOLDER = re.compile(r"\{\{(?P<name>\w+)(?::(?P<fmt>[^{}]*))?\}\}")
 
 
 def sets() -> list[str]:
@@ -56,13 +81,202 @@ def sets() -> list[str]:
     return sorted(p.stem for p in SOURCES.glob("ps*.md"))
 
 
-def questions(name: str) -> list[dict]:
+def variant_out(variant: int | None) -> Path:
+    """Where a build goes by default: ``_build/problem-sets/`` or ``_build/problem-sets-variant-SEED/``."""
+    return OUT if variant is None else OUT.with_name(f"problem-sets-variant-{variant}")
+
+
+# --- the numerical inputs ------------------------------------------------------------------------------
+
+
+def _inputs(rng: random.Random | None) -> dict:
+    """The free inputs of the three sets: the defaults (``rng`` None) or a variant's draws. Tilts of the
+    exponential tokens are in units of their rate ``lam``."""
+    if rng is None:
+        return {
+            "lam": 1,
+            "ps1_seeds": (13, 14),
+            "ps1_scale": (2, 7),
+            "ps1_tilts": (-4.0, -0.7, 0.35, 0.8, 0.95),
+            "ps1_infinite": (1.0, 1.3, 4.0),
+            "ps1_law": (-1.0, 2.0, 0.3, 0.5),  # atoms x1 < x2, probability of x1, tilt
+            "ps2_tilts": (-3.0, -0.4, 0.15, 0.3, 0.45),
+            "ps2_infinite": (0.5, 0.7, 0.95),
+            "ps2_seed": 23,
+            "ps2_lmax": 0.3,
+            "ps2_sim": (0.2, 1000, 0),  # tilt, prompt length, the solution's seed
+            "ps3_seeds": (61, 62, 64),
+            "ps3_dims": ((3, 6, 9), (2, 7, 12)),
+            "ps3_cases": ((3, 0.5, 0.2), (5, 0.2, 0.1), (8, 1.0, 3.0)),
+        }
+
+    def u(lo, hi):
+        return round(rng.uniform(lo, hi), 2)
+
+    def seed():
+        return rng.randrange(100, 100_000)
+
+    default_law = _inputs(None)["ps1_law"]
+    law = default_law
+    while law == default_law:
+        law = (
+            rng.choice((-3.0, -2.0, -1.0)),
+            rng.choice((1.0, 2.0, 3.0)),
+            rng.choice((0.2, 0.3, 0.4, 0.6, 0.7, 0.8)),
+            rng.choice((0.25, 0.4, 0.5, 0.6, 0.75)),
+        )
+    return {
+        "lam": rng.choice((0.5, 2, 3, 4)),
+        "ps1_seeds": (seed(), seed()),
+        "ps1_scale": (rng.choice((2, 3)), rng.choice((-5, -2, 3, 7))),
+        "ps1_tilts": (u(-4, -1), u(-1, -0.05), u(0.05, 0.5), u(0.5, 0.9), u(0.9, 0.98)),
+        "ps1_infinite": (1.0, u(1.01, 2), u(2, 5)),
+        "ps1_law": law,
+        "ps2_tilts": (u(-3, -1), u(-1, -0.05), u(0.05, 0.2), u(0.2, 0.4), u(0.4, 0.48)),
+        "ps2_infinite": (0.5, u(0.51, 0.8), u(0.8, 0.99)),
+        "ps2_seed": seed(),
+        "ps2_lmax": rng.choice((0.2, 0.25, 0.3)),
+        "ps2_sim": (rng.choice((0.1, 0.15, 0.2)), rng.choice((500, 800, 1000, 1500)), seed()),
+        "ps3_seeds": (seed(), seed(), seed()),
+        "ps3_dims": (
+            tuple(sorted(rng.sample(range(2, 10), 3))),
+            tuple(sorted(rng.sample(range(2, 13), 3))),
+        ),
+        "ps3_cases": tuple(
+            (rng.randint(2, 9), rng.choice((0.2, 0.5, 1.0)), rng.choice((0.05, 0.1, 0.5, 2.0)))
+            for _ in range(3)
+        ),
+    }
+
+
+def exponential_correction(lam: float, a: float) -> float:
+    """``C_2`` of ``L E(T_L - T)^2 = C_1 + C_2 / L + O(L^-2)`` for Exp(lam) tokens at the tilt ``a``
+    (``3a < lam``): the delta method's second order, ``-2 E[Y^2 e] + 3 E[Y^2] E[e^2] + 6 E[Y e]^2``
+    with ``w = e^{aX} / E e^{aX}``, ``Y = w (X - T)``, ``e = w - 1``, from the moments
+    ``E[e^{kaX} X^j] = lam j! / (lam - ka)^{j+1}``. Problem set 2's question 3 states ``2 |C_2| / L``
+    as its allowance for the bias (its hidden test computes ``C_2`` again, by quadrature)."""
+
+    def moment(k, j):
+        return lam * math.factorial(j) / (lam - k * a) ** (j + 1)
+
+    Z, T = moment(1, 0), moment(1, 1) / moment(1, 0)
+
+    def square(k):  # E[w^k (X - T)^2]
+        return (moment(k, 2) - 2 * T * moment(k, 1) + T * T * moment(k, 0)) / Z**k
+
+    c1 = square(2)
+    cross = (moment(2, 1) - T * moment(2, 0)) / Z**2
+    return -2 * (square(3) - c1) + 3 * c1 * (moment(2, 0) / Z**2 - 1) + 6 * cross**2
+
+
+def _atom(x: float) -> str:
+    """The exponent ``x a`` of ``e^{x a}`` in LaTeX: ``a``, ``-a``, ``2a``."""
+    k = int(x)
+    return {1: "a", -1: "-a"}.get(k, f"{k}a")
+
+
+def parameters(variant: int | None = None) -> dict[str, dict]:
+    """The values of every set's placeholders: the defaults, or those of ``variant`` (a seed)."""
+    x = _inputs(None if variant is None else random.Random(variant))
+    lam = x["lam"]
+
+    def scaled(ms):
+        return tuple(round(m * lam, 6) for m in ms)
+
+    title = (
+        "" if variant is None else " (variant)"
+    )  # not the seed: with it, anyone can rebuild the key
+    x1, x2, p1, tilt = x["ps1_law"]
+    p2 = round(1 - p1, 10)
+    a, L, sim_seed = round(x["ps2_sim"][0] * lam, 6), x["ps2_sim"][1], x["ps2_sim"][2]
+    return {
+        "ps1_measures": {
+            "variant": title,
+            "lam": lam,
+            "q1_seed_c2": x["ps1_seeds"][0],
+            "q1_seed_c3": x["ps1_seeds"][1],
+            "q1_scale": x["ps1_scale"][0],
+            "q1_shift": x["ps1_scale"][1],
+            "q2_tilts": scaled(x["ps1_tilts"]),
+            "q2_infinite": scaled(x["ps1_infinite"]),
+            "q2_edge": round(0.99 * lam, 6),
+            "x1": x1,
+            "x2": x2,
+            "p1": p1,
+            "p2": p2,
+            "tilt": tilt,
+            "mean": f"{round(p1 * x1 + p2 * x2, 10):g}",
+            "var": f"{round(p1 * p2 * (x2 - x1) ** 2, 10):g}",
+            "log_mgf": rf"\log({p1}e^{{{_atom(x1)}}} + {p2}e^{{{_atom(x2)}}})",
+        },
+        "ps2_concentration": {
+            "variant": title,
+            "lam": lam,
+            "q1_tilts": scaled(x["ps2_tilts"]),
+            "q1_infinite": scaled(x["ps2_infinite"]),
+            "q1_edge": round(0.49 * lam, 6),
+            "q2_seed": x["ps2_seed"],
+            "q2_lmax": x["ps2_lmax"],
+            "q3_a": a,
+            "q3_L": L,
+            "q3_seed": sim_seed,
+            "q3_bias": f"{2 * abs(exponential_correction(lam, a)) / L:.2g}",
+        },
+        "ps3_regression": {
+            "variant": title,
+            "q1_seed": x["ps3_seeds"][0],
+            "q1_dims": x["ps3_dims"][0],
+            "q2_seed": x["ps3_seeds"][1],
+            "q2_dims": x["ps3_dims"][1],
+            "q4_seed": x["ps3_seeds"][2],
+            "q4_cases": x["ps3_cases"],
+        },
+    }
+
+
+def render(text: str, values: dict, name: str = "set") -> str:
+    """Fill the placeholders ``{{name}}`` (a string as it is, a number or tuple by ``repr``) and
+    ``{{name:fmt}}`` (``format(value, fmt)``); a placeholder without a value, or a value no placeholder
+    uses, is an error."""
+    used = set()
+
+    def fill(m: re.Match) -> str:
+        key, fmt = m["name"], m["fmt"]
+        if key not in values:
+            raise SystemExit(f"problem_sets: {name} has a placeholder {{{{{key}}}}} with no value")
+        used.add(key)
+        value = values[key]
+        if fmt:
+            return format(value, fmt)
+        return value if isinstance(value, str) else repr(value)
+
+    out = PLACEHOLDER.sub(fill, text)
+    unused = sorted(set(values) - used)
+    if unused:
+        raise SystemExit(f"problem_sets: {name} has no placeholder for {unused}")
+    return out
+
+
+def source(name: str, variant: int | None = None) -> str:
+    """The text of set ``name`` with its numerical inputs filled in (the defaults, or ``variant``'s)."""
+    return render((SOURCES / f"{name}.md").read_text(), parameters(variant)[name], name)
+
+
+def read_notebook(name: str, variant: int | None = None):
+    import jupytext
+
+    return jupytext.reads(source(name, variant), fmt="md:myst")
+
+
+# --- questions and rubrics -----------------------------------------------------------------------------
+
+
+def questions(name: str, variant: int | None = None) -> list[dict]:
     """Each question's ``name``, ``points`` and ``manual`` flag, from the source's question configs."""
     import yaml
 
-    text = (SOURCES / f"{name}.md").read_text()
     out = []
-    for m in QUESTION.finditer(text):
+    for m in QUESTION.finditer(source(name, variant)):
         cfg = yaml.safe_load(m.group("config"))
         out.append(
             {"name": cfg["name"], "points": float(cfg["points"]), "manual": bool(cfg.get("manual"))}
@@ -70,12 +284,10 @@ def questions(name: str) -> list[dict]:
     return out
 
 
-def rubric(name: str) -> str:
+def rubric(name: str, variant: int | None = None) -> str:
     """The rubric page of a set: points per question, and each manual question with its model answer."""
-    import jupytext
-
-    nb = jupytext.read(SOURCES / f"{name}.md")
-    qs = {q["name"]: q for q in questions(name)}
+    nb = read_notebook(name, variant)
+    qs = {q["name"]: q for q in questions(name, variant)}
     title = (
         next(c.source for c in nb.cells if c.cell_type == "markdown").splitlines()[0].lstrip("# ")
     )
@@ -126,24 +338,34 @@ def pin_setup(nb, commit: str | None, name: str = "set"):
     return nb
 
 
-def build(name: str, out: Path = OUT, commit: str | None = None) -> Path:
+# --- building, publishing, grading ---------------------------------------------------------------------
+
+
+def build(
+    name: str,
+    out: Path = OUT,
+    commit: str | None = None,
+    variant: int | None = None,
+    run_tests: bool = True,
+) -> Path:
     """Run ``otter assign`` on one set; return its output folder. ``commit``: where the setup cell
-    installs softlin (default: the checkout's ``HEAD``; ``""`` keeps ``@main``)."""
-    import jupytext
+    installs softlin (default: the checkout's ``HEAD``; ``""`` keeps ``@main``); ``variant``: the seed of
+    the numerical inputs (default: the sources' defaults); ``run_tests=False`` skips otter's run of the
+    tests on the solution (the student version is the same; :func:`publish` uses it)."""
     import nbformat
     from colab_notebooks import checkout_commit
     from otter.assign import main as otter_assign
 
     master_dir = out / "masters"
     master_dir.mkdir(parents=True, exist_ok=True)
-    nb = jupytext.read(SOURCES / f"{name}.md")
+    nb = read_notebook(name, variant)
     nb.metadata.pop("jupytext", None)
     pin_setup(nb, checkout_commit(ROOT) if commit is None else (commit or None), name)
     master = master_dir / f"{name}.ipynb"
     nbformat.write(nb, master)
     result = out / name
     shutil.rmtree(result, ignore_errors=True)
-    otter_assign(str(master), str(result), no_pdfs=True)
+    otter_assign(str(master), str(result), no_pdfs=True, no_run_tests=not run_tests)
     student = result / "student" / f"{name}.ipynb"
     autograder = result / "autograder" / "autograder.zip"
     for stamped in (result / "autograder").glob(f"{name}-autograder_*.zip"):
@@ -151,53 +373,102 @@ def build(name: str, out: Path = OUT, commit: str | None = None) -> Path:
     for path in (student, autograder):
         if not path.exists():
             raise SystemExit(f"problem_sets: otter assign wrote no {path}")
-    (result / "rubric.md").write_text(rubric(name))
+    (result / "rubric.md").write_text(rubric(name, variant))
     return result
 
 
-def readme(names: list[str], out: Path = OUT) -> None:
+def points(name: str, variant: int | None = None) -> tuple[float, float]:
+    """(total, autograded) points of a set."""
+    qs = questions(name, variant)
+    return sum(q["points"] for q in qs), sum(q["points"] for q in qs if not q["manual"])
+
+
+def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> None:
+    which = "" if variant is None else f" (variant {variant}: `--variant {variant}`)"
     lines = [
-        "# Problem sets (built by `make problem-sets`, tools/problem_sets.py)",
+        f"# Problem sets{which} (built by `make problem-sets`, tools/problem_sets.py)",
         "",
         "| set | points | autograded | by hand | student version | autograder |",
         "|---|---:|---:|---:|---|---|",
     ]
     for name in names:
-        qs = questions(name)
-        total = sum(q["points"] for q in qs)
-        auto = sum(q["points"] for q in qs if not q["manual"])
+        total, auto = points(name, variant)
         lines.append(
             f"| {name} | {total:g} | {auto:g} | {total - auto:g} | {name}/student/{name}.ipynb | "
             f"{name}/autograder/autograder.zip |"
         )
+    grade = "--grade" if variant is None else f"--variant {variant} --grade"
     lines += [
         "",
-        "Grade a submission (no Docker): `.venv/bin/python tools/problem_sets.py --grade NAME FILE.ipynb`.",
+        f"Grade a submission (no Docker): `.venv/bin/python tools/problem_sets.py {grade} NAME FILE.ipynb`.",
         "Each set's rubric.md gives the points per question and the rubrics of the questions graded by hand.",
         "",
     ]
     (out / "README.md").write_text("\n".join(lines))
 
 
-def zip_students(names: list[str], out: Path = OUT) -> Path:
+def zip_students(names: list[str], out: Path = OUT, flat: bool = False) -> Path:
+    """``out/student-versions.zip`` with each set's student notebook (from ``out/psN_name/student/``,
+    or from ``out/`` itself when ``flat``)."""
     target = out / "student-versions.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
         for name in names:
-            z.write(out / name / "student" / f"{name}.ipynb", f"{name}.ipynb")
+            notebook = out / f"{name}.ipynb" if flat else out / name / "student" / f"{name}.ipynb"
+            z.write(notebook, f"{name}.ipynb")
     return target
 
 
-def grade(name: str, submission: Path, out: Path = OUT) -> dict:
+DOWNLOADS = re.compile(
+    r'<div id="problem-set-downloads" class="problem-set-downloads">.*?</div>', re.S
+)
+
+
+def publish(html_dir: Path) -> list[Path]:
+    """Put the student versions of the sets (no solutions, no hidden tests) into the built site, in
+    ``problem-sets/`` with a zip of them, and list them on the instructor page (its
+    ``<div id="problem-set-downloads">``); return the files written."""
+    page = html_dir / "book" / "instructor.html"
+    text = page.read_text(encoding="utf-8")
+    if not DOWNLOADS.search(text):
+        raise SystemExit(f'{page}: no <div id="problem-set-downloads"> to list the problem sets in')
+    target = html_dir / "problem-sets"
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    names, items = sets(), []
+    with tempfile.TemporaryDirectory() as tmp:  # the autograders and solutions stay in here
+        for n, name in enumerate(names, 1):
+            built = build(name, Path(tmp), run_tests=False)
+            shutil.copy2(built / "student" / f"{name}.ipynb", target / f"{name}.ipynb")
+            total, auto = points(name)
+            items.append(
+                f'<li><a href="../problem-sets/{name}.ipynb" download>Problem set {n}</a>: '
+                f"<code>{html.escape(name)}.ipynb</code>, {total:g} points ({auto:g} autograded)</li>"
+            )
+    zip_students(names, target, flat=True)
+    items.append(
+        '<li><a href="../problem-sets/student-versions.zip" download>The three sets</a>: '
+        "<code>student-versions.zip</code></li>"
+    )
+    block = (
+        '<div id="problem-set-downloads" class="problem-set-downloads"><ul>'
+        + "".join(items)
+        + "</ul></div>"
+    )
+    page.write_text(DOWNLOADS.sub(lambda _: block, text, count=1), encoding="utf-8")
+    return sorted(target.iterdir())
+
+
+def grade(name: str, submission: Path, out: Path = OUT, variant: int | None = None) -> dict:
     """Grade one submission against the set's autograder (public and hidden tests), in this Python
     environment; return ``{"questions": {q: (score, possible)}, "auto": (score, possible),
-    "manual": {q: possible}}``."""
+    "manual": {q: possible}}``. ``out`` and ``variant`` must be those of the build."""
     from otter.api import grade_submission
 
     autograder = out / name / "autograder" / "autograder.zip"
     if not autograder.exists():
         raise SystemExit(f"{autograder} does not exist: build the set first (make problem-sets)")
     results = grade_submission(str(submission), str(autograder), quiet=True)
-    qs = {q["name"]: q for q in questions(name)}
+    qs = {q["name"]: q for q in questions(name, variant)}
     scores = {}
     for q in qs.values():
         if q["manual"]:
@@ -219,14 +490,25 @@ def main(argv=None) -> int:
         "names", nargs="*", help="sets to build (default: all); with --grade, NAME FILE..."
     )
     ap.add_argument("--grade", action="store_true", help="grade submissions: NAME FILE [FILE ...]")
-    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument(
+        "--variant",
+        type=int,
+        default=None,
+        metavar="SEED",
+        help="fresh numerical inputs drawn from SEED (default: the sources' own); with --grade, the "
+        "variant the submission was built from",
+    )
+    ap.add_argument(
+        "--out", type=Path, default=None, help="default: _build/problem-sets[-variant-SEED]"
+    )
     args = ap.parse_args(argv)
+    out = args.out or variant_out(args.variant)
     known = sets()
     if args.grade:
         if len(args.names) < 2 or args.names[0] not in known:
             ap.error(f"--grade takes a set ({known}) and one or more notebooks")
         for path in args.names[1:]:
-            r = grade(args.names[0], Path(path), args.out)
+            r = grade(args.names[0], Path(path), out, args.variant)
             detail = ", ".join(f"{q} {s:g}/{p:g}" for q, (s, p) in r["questions"].items())
             manual = ", ".join(f"{q} /{p:g}" for q, p in r["manual"].items())
             print(
@@ -247,12 +529,12 @@ def main(argv=None) -> int:
             file=sys.stderr,
         )
     for name in names:
-        result = build(name, args.out)
+        result = build(name, out, variant=args.variant)
         print(
             f"problem_sets: {name} -> {result.relative_to(ROOT) if result.is_relative_to(ROOT) else result}"
         )
-    readme(known if not args.names else names, args.out)
-    zip_students(names, args.out)
+    readme(known if not args.names else names, out, args.variant)
+    zip_students(names, out)
     return 0
 
 
