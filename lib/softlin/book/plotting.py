@@ -13,7 +13,7 @@ from .._checks import check_memory, check_positive_int
 __all__ = ["OKABE_ITO", "series_styles", "use_book_style"]
 
 #: The Okabe-Ito palette (Okabe & Ito 2008), safe for the common colour-vision deficiencies.
-OKABE_ITO = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
+OKABE_ITO = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#000000", "#56B4E9", "#F0E442", "#E69F00"]
 #: Markers and line styles paired with the colours (so that no meaning is carried by colour alone).
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 LINESTYLES = ["-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (7, 2))]
