@@ -28,7 +28,10 @@ Without ``--variant`` they are the defaults; ``--variant SEED`` draws other valu
 each year's students get fresh numbers whose solution and tests agree (``otter assign`` checks it by
 running the tests on the solution). A variant is built into ``_build/problem-sets-variant-SEED/``; its
 titles say "(variant)" but not the seed, which only that folder's README.md records: with the seed and
-this repository anyone can rebuild the variant's solutions, so a lecturer keeps it private.
+this repository anyone can rebuild the variant's solutions, so a lecturer keeps it private. A variant
+changes numbers only: the functions the sets ask for take general inputs, and the derivations and written
+answers keep their wording, so the public solutions answer every variant there (book/instructor.md says
+which questions a variant protects).
 
 Before ``otter assign``, the setup cell's ``@main`` becomes the commit the set is built from
 (:func:`pin_setup`, ``git rev-parse HEAD`` as ``tools/colab_notebooks.py`` does for the lessons), so a
@@ -537,7 +540,7 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--out", type=Path, default=None, help="default: _build/problem-sets[-variant-SEED]"
     )
-    args = ap.parse_args(argv)
+    args = ap.parse_intermixed_args(argv)  # --csv FILE may come between NAME and the files
     out = args.out or variant_out(args.variant)
     known = sets()
     if args.grade:
