@@ -10,7 +10,11 @@ graded locally without Docker.
   point; the blank student version gets none; a plausible wrong answer gets part of its question's
   points, not all: set 1's fourth central moment in place of the fourth cumulant, set 2's Gaussian
   constant e^{a^2}(1 + a^2) for exponential tokens and the centred queries' constant (the mean of the
-  queries ignored) for the off-centre question, set 3's guessed tilt c = 1/4 in place of the best tilt.
+  queries ignored) for the off-centre question, set 3's guessed tilt c = 1/4 in place of the best tilt,
+  and set 2's typed constant in place of a simulation (right number, but the same at every seed).
+* Each derivation whose code a quadrature, automatic differentiation or a numerical minimisation can
+  pass has a question graded by hand ("show your derivation") that says so.
+* ``--grade --csv FILE`` writes a gradebook: one row per submission, each question's points, the totals.
 * The site hosts the student versions and nothing else of the sets (``problem_sets.publish``, run by
   ``tools/build_book.py``): three notebooks and their zip, listed on the instructor page.
 * Variants (``--variant SEED``): the numerical inputs are placeholders in the sources; without a variant
@@ -21,6 +25,7 @@ graded locally without Docker.
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import re
@@ -77,6 +82,50 @@ def test_the_points_are_stated_alike_everywhere():
             assert re.search(title, text), (
                 f"{name}: {q['name']}'s title does not say {q['points']:g}"
             )
+
+
+# The derivation each autograded question rests on, graded by hand, where a numerical method passes the code.
+DERIVATIONS = {
+    "ps1_measures": ("q1a", "q2a"),
+    "ps2_concentration": ("q1a", "q2a"),
+    "ps3_regression": ("q2a", "q3a"),
+}
+
+
+def test_derivations_are_graded_by_hand_and_say_numerics_earn_no_credit_for_them():
+    for name, derivations in DERIVATIONS.items():
+        qs = {q["name"]: q for q in problem_sets.questions(name)}
+        text = (problem_sets.SOURCES / f"{name}.md").read_text()
+        assert "no credit for its derivation" in text, name  # the opening paragraph says it
+        for d in derivations:
+            assert qs[d]["manual"], (name, d)
+            computed = qs[d[:-1]]  # q1a -> q1, the autograded question it backs
+            assert not computed["manual"], (name, d)
+            # about a third to two thirds of the question's points are for the derivation
+            share = qs[d]["points"] / (qs[d]["points"] + computed["points"])
+            assert 1 / 3 <= share <= 2 / 3, (name, d, share)
+            block = text.split(f"name: {d}\n", 1)[1].split("# END QUESTION", 1)[0]
+            block = " ".join(block.split())  # the words, whatever the line breaks
+            assert "show your derivation" in block and "no credit here" in block, (name, d)
+            assert "No credit" in block.split("**Rubric", 1)[1], (name, d)
+
+
+def test_the_gradebook_has_a_row_per_submission(tmp_path):
+    qs = problem_sets.questions("ps1_measures")
+    auto = [q for q in qs if not q["manual"]]
+    result = {
+        "questions": {q["name"]: (q["points"] / 2, q["points"]) for q in auto},
+        "auto": (sum(q["points"] for q in auto) / 2, sum(q["points"] for q in auto)),
+        "manual": {q["name"]: q["points"] for q in qs if q["manual"]},
+    }
+    path = tmp_path / "grades.csv"
+    problem_sets.write_gradebook(path, "ps1_measures", [("a.ipynb", result), ("b.ipynb", result)])
+    rows = list(csv.DictReader(path.open()))
+    assert [r["file"] for r in rows] == ["a.ipynb", "b.ipynb"]
+    for q in qs:  # the autograded points per question; the manual ones left for the grader
+        assert rows[0][q["name"]] == ("" if q["manual"] else f"{q['points'] / 2:g}"), q
+    assert float(rows[0]["autograded"]) == 2 and float(rows[0]["autograded_possible"]) == 4
+    assert float(rows[0]["by_hand_possible"]) == 6
 
 
 @pytest.mark.parametrize("seed", [None, 1, 2, VARIANT])
@@ -195,6 +244,14 @@ WRONG = {
         "    t = torch.trace(V @ Gamma @ V.T) + torch.trace(B @ torch.linalg.inv(K))\n"
         "    return float(torch.linalg.det(K) ** -0.5 * t)\n",
     ),
+    "ps2 a typed constant, not a simulation": (
+        "ps2_concentration",
+        "q3",
+        "def simulate_constant",
+        "def simulate_constant(n, seed):\n"
+        "    c1 = (1 - 2 * 0.2 + 2 * 0.2**2) / (1 - 2 * 0.2) ** 3  # C_1 at lam = 1, a = 0.2\n"
+        "    return c1, 1.5 * c1 / math.sqrt(n)\n",
+    ),
     "ps3 a guessed tilt c = 1/4": (
         "ps3_regression",
         "q2",
@@ -234,6 +291,18 @@ def test_the_sets_build_and_grade_without_docker(built, tmp_path):
         assert 0 < score < possible, (label, wrong)
         assert wrong["auto"][0] < wrong["auto"][1], (label, wrong)
         report[f"{name} ({label})"] = {"wrong": wrong["auto"], question: (score, possible)}
+    gradebook = tmp_path / "grades.csv"
+    solution = built / "ps1_measures" / "autograder" / "ps1_measures.ipynb"
+    blank = built / "ps1_measures" / "student" / "ps1_measures.ipynb"
+    args = ["--grade", "ps1_measures", "--out", str(built), "--csv", str(gradebook)]
+    assert problem_sets.main([*args, str(solution), str(blank)]) == 0
+    rows = list(csv.DictReader(gradebook.open()))
+    assert [r["file"] for r in rows] == [str(solution), str(blank)], rows
+    assert (
+        rows[0]["autograded"] == rows[0]["autograded_possible"] == "4"
+        and rows[1]["autograded"] == "0"
+    )
+    assert rows[0]["q1"] == "2" and rows[0]["q1a"] == "", rows[0]
     path = ROOT / "_build" / "kit-report.json"
     path.parent.mkdir(exist_ok=True)
     old = json.loads(path.read_text()) if path.exists() else {}

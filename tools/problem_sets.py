@@ -4,6 +4,7 @@
     python tools/problem_sets.py                       # every set -> _build/problem-sets/ (`make problem-sets`)
     python tools/problem_sets.py ps2_concentration     # one set
     python tools/problem_sets.py --grade ps1_measures submission.ipynb [...]   # score submissions
+    python tools/problem_sets.py --grade ps1_measures --csv grades.csv *.ipynb  # ... into a gradebook
     python tools/problem_sets.py --variant 2025        # fresh numbers: _build/problem-sets-variant-2025/
     python tools/problem_sets.py --variant 2025 --grade ps1_measures submission.ipynb   # grade against it
 
@@ -27,7 +28,10 @@ Without ``--variant`` they are the defaults; ``--variant SEED`` draws other valu
 each year's students get fresh numbers whose solution and tests agree (``otter assign`` checks it by
 running the tests on the solution). A variant is built into ``_build/problem-sets-variant-SEED/``; its
 titles say "(variant)" but not the seed, which only that folder's README.md records: with the seed and
-this repository anyone can rebuild the variant's solutions, so a lecturer keeps it private.
+this repository anyone can rebuild the variant's solutions, so a lecturer keeps it private. A variant
+changes numbers only: the functions the sets ask for take general inputs, and the derivations and written
+answers keep their wording, so the public solutions answer every variant there (book/instructor.md says
+which questions a variant protects).
 
 Before ``otter assign``, the setup cell's ``@main`` becomes the commit the set is built from
 (:func:`pin_setup`, ``git rev-parse HEAD`` as ``tools/colab_notebooks.py`` does for the lessons), so a
@@ -49,7 +53,10 @@ and rubrics never reach the site.
 Grading runs the submission in this environment (``otter.api.grade_submission``: no container, no
 network; softlin and torch must be installed, as ``make install`` does), and prints the points of each
 question; the manually graded questions are listed with their points, to be graded by hand with the
-rubric. Why otter-grader rather than nbgrader: one source notebook gives the student version and the
+rubric. ``--csv FILE`` also writes a gradebook (:func:`write_gradebook`): one row per submission, the
+autograded points of each question, an empty column for each question graded by hand, and the totals.
+The ``autograder.zip`` that ``otter assign`` writes does not list torch, scipy or softlin among its
+requirements, so it does not run on Gradescope as it is: grade locally, with ``--grade``. Why otter-grader rather than nbgrader: one source notebook gives the student version and the
 autograder, with public and hidden tests and points per test case, in the notebook format students
 already use; grading needs neither a course database nor Jupyter server extensions, and otter runs the
 tests without Docker.
@@ -58,6 +65,7 @@ tests without Docker.
 from __future__ import annotations
 
 import argparse
+import csv
 import html
 import json
 import math
@@ -482,6 +490,29 @@ def grade(name: str, submission: Path, out: Path = OUT, variant: int | None = No
     }
 
 
+def write_gradebook(path: Path, name: str, graded: list[tuple[str, dict]]) -> None:
+    """Write ``path``, a CSV gradebook of set ``name``: one row per submission (``graded``: pairs of the
+    file and its :func:`grade` result) with the points of each question in the set's order (empty for
+    a question graded by hand, to be filled in), the autograded total, the points possible, and the
+    manual points possible."""
+    qs = questions(name)
+    with open(path, "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(
+            [
+                "file",
+                *(q["name"] for q in qs),
+                "autograded",
+                "autograded_possible",
+                "by_hand_possible",
+            ]
+        )
+        for file, r in graded:
+            cells = ["" if q["manual"] else f"{r['questions'][q['name']][0]:g}" for q in qs]
+            manual = sum(r["manual"].values())
+            out.writerow([file, *cells, f"{r['auto'][0]:g}", f"{r['auto'][1]:g}", f"{manual:g}"])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -490,6 +521,14 @@ def main(argv=None) -> int:
         "names", nargs="*", help="sets to build (default: all); with --grade, NAME FILE..."
     )
     ap.add_argument("--grade", action="store_true", help="grade submissions: NAME FILE [FILE ...]")
+    ap.add_argument(
+        "--csv",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="with --grade: also write a gradebook, one row per submission (file, each question's "
+        "points, totals)",
+    )
     ap.add_argument(
         "--variant",
         type=int,
@@ -501,21 +540,28 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--out", type=Path, default=None, help="default: _build/problem-sets[-variant-SEED]"
     )
-    args = ap.parse_args(argv)
+    args = ap.parse_intermixed_args(argv)  # --csv FILE may come between NAME and the files
     out = args.out or variant_out(args.variant)
     known = sets()
     if args.grade:
         if len(args.names) < 2 or args.names[0] not in known:
             ap.error(f"--grade takes a set ({known}) and one or more notebooks")
+        graded = []
         for path in args.names[1:]:
             r = grade(args.names[0], Path(path), out, args.variant)
+            graded.append((path, r))
             detail = ", ".join(f"{q} {s:g}/{p:g}" for q, (s, p) in r["questions"].items())
             manual = ", ".join(f"{q} /{p:g}" for q, p in r["manual"].items())
             print(
                 f"{path}: autograded {r['auto'][0]:g}/{r['auto'][1]:g} ({detail}); by hand: {manual}"
             )
             print(json.dumps(r))
+        if args.csv:
+            write_gradebook(args.csv, args.names[0], graded)
+            print(f"problem_sets: gradebook of {len(graded)} submissions -> {args.csv}")
         return 0
+    if args.csv:
+        ap.error("--csv goes with --grade")
     names = args.names or known
     unknown = sorted(set(names) - set(known))
     if unknown:
