@@ -284,6 +284,13 @@ def test_the_sets_build_and_grade_without_docker(built, tmp_path):
             "blank": blank["auto"],
             "manual": solution["manual"],
         }
+    # a submission saved under another name (the setup cell opens <name>.ipynb) grades the same
+    renamed = tmp_path / "alice.ipynb"
+    renamed.write_bytes(
+        (built / "ps3_regression" / "autograder" / "ps3_regression.ipynb").read_bytes()
+    )
+    as_alice = problem_sets.grade("ps3_regression", renamed, built)
+    assert as_alice["auto"] == report["ps3_regression"]["solution"], as_alice
     for label, (name, question, starts, source) in WRONG.items():
         wrong = problem_sets.grade(name, _replace(built, tmp_path, name, starts, source), built)
         score, possible = wrong["questions"][question]

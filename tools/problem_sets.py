@@ -475,7 +475,15 @@ def grade(name: str, submission: Path, out: Path = OUT, variant: int | None = No
     autograder = out / name / "autograder" / "autograder.zip"
     if not autograder.exists():
         raise SystemExit(f"{autograder} does not exist: build the set first (make problem-sets)")
-    results = grade_submission(str(submission), str(autograder), quiet=True)
+    # The notebook's setup cell opens ``otter.Notebook("<name>.ipynb")``: grade a copy under that name,
+    # so that a submission saved as alice.ipynb runs exactly as the student's own copy did.
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / f"{name}.ipynb"
+        shutil.copyfile(submission, copy)
+        results = grade_submission(str(copy), str(autograder), quiet=True)
     qs = {q["name"]: q for q in questions(name, variant)}
     scores = {}
     for q in qs.values():
