@@ -127,7 +127,9 @@ def tilted_mean(tokens, a, *, weights=None):
         scores = scores + weights.log().unsqueeze(-2)
     # (..., Q, L): shifted by the maximum, so any finite score is safe
     p = torch.softmax(scores, dim=-1)
-    return check_result_finite(p @ tokens, "tokens", tokens)  # (..., Q, D)
+    out = p @ tokens  # (..., Q, D): the softmax-weighted mean
+    check_result_finite(out, "tokens", tokens)  # validation
+    return out
 
 
 @validated_by(_check_tilt)

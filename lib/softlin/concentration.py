@@ -180,7 +180,7 @@ def fixed_query_mse_expansion(queries, U, V, cov):
     ``e^{3s}`` exceeds the dtype's range (``s > 236`` in float64: a far quadrature node) gets the IEEE
     overflow (``inf``, or NaN where two such terms cancel) in that entry, as ``torch.exp`` does.
     """
-    U, V, cov, queries = _gaussian_args(U, V, cov, queries)
+    U, V, cov, queries = _gaussian_args(U, V, cov, queries)  # validation
     a = queries @ U.mT  # (Q, D)
     s, t, b = ((a @ cov) * a).sum(-1), torch.trace(V @ cov @ V.mT), ((a @ cov @ V.mT) ** 2).sum(-1)
     e = torch.exp(s)

@@ -258,7 +258,7 @@ class FullAttention:
 
     def predict(self, tokens, queries):
         """Predictions for prompts tokens (B, L, D), queries (B, 1, D): (B,), or (S, B) for S models."""
-        tokens, queries = _check_prompts(tokens, queries, self.Q, finite=True)
+        tokens, queries = _check_prompts(tokens, queries, self.Q, finite=True)  # validation
         U = self.effective_U().reshape(-1, self.D, self.D)  # (S, D, D)
         a = (queries[:, 0] @ U.mT).transpose(0, 1)  # (B, S, D): the tilt U z_q of each model
         mean = (tilted_mean if self.kind == "softmax" else linear_mean).kernel(tokens, a)

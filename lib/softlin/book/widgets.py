@@ -161,6 +161,10 @@ def small_multiples(
 def show_source(obj, *, docstring: bool = False) -> str:
     """Show the source code of a softlin function or class on the page, without its docstring.
 
+    Lines of the library that end with the comment ``# validation`` (argument checks written inline, each
+    one statement on one line) are left out: the page shows the mathematics, and the checks run all the
+    same. Checks that run apart are named by the ``@validated_by(...)`` decorator line, which is kept.
+
     This is how a chapter shows the few lines a statement of the paper becomes: the code is read from the
     installed library with ``inspect.getsource``, never copied into the page. In IPython it is displayed
     as a highlighted Python block, elsewhere printed. Returns the code shown.
@@ -202,7 +206,8 @@ def _shown_source(obj, *, docstring: bool = False) -> str:
     ):
         lines = src.splitlines()
         src = "\n".join(lines[: body[0].lineno - 1] + lines[body[0].end_lineno :]) + "\n"
-    return src
+    lines = src.splitlines(keepends=True)
+    return "".join(line for line in lines if not line.rstrip().endswith("# validation"))
 
 
 def answer_check(
