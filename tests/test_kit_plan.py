@@ -6,7 +6,8 @@ Students read whole lessons, two before each session (no "read up to the stateme
 lessons are short enough to be read whole). For each session the reading must stay within about two
 hours (two hours and at most 10 % more: lessons 3 and 4 together take about 130 minutes), and the
 minutes the plan states must be within 20 % of the count. Each session's class minutes
-add up to 90, and the plan names the decks, quizzes and problem sets. Each deck gets 3 to 4 minutes a
+add up to 90, with at least 10 minutes of slack, and the plan names the decks, quizzes and problem
+sets. Each deck gets 3 to 4 minutes a
 slide (the slides of its outline, ``book/slides/NN_name.yml``, after the title slide: time to ask for a
 prediction and discuss it), says how many slides it has, and each of the seven decks has its slot.
 """
@@ -33,6 +34,7 @@ SESSIONS = {
 }
 LESSONS = {md.stem: md for md in lessons(ROOT)}
 MINUTES_PER_SLIDE = (3, 4)  # with a prediction asked and discussed
+MIN_SLACK = 10  # minutes of each session left for questions and the slide that runs long
 
 
 def session_rows() -> list[str]:
@@ -40,7 +42,7 @@ def session_rows() -> list[str]:
     return [line for line in table.splitlines() if re.match(r"^\| \d\. ", line)]
 
 
-def test_the_plan_has_three_sessions_of_90_minutes_naming_decks_quizzes_and_problem_sets():
+def test_the_plan_has_three_sessions_of_90_minutes_with_slack_naming_decks_quizzes_and_problem_sets():
     rows = session_rows()
     assert len(rows) == 3, rows
     for n, row in enumerate(rows, 1):
@@ -48,6 +50,10 @@ def test_the_plan_has_three_sessions_of_90_minutes_naming_decks_quizzes_and_prob
         minutes = [int(m) for m in re.findall(r"(?:^|·)\s*(\d+)\s", in_class)]
         assert sum(minutes) == 90, (n, minutes)
         assert "deck" in in_class and "quiz" in in_class, n
+        slack = [int(m) for m in re.findall(r"(?:^|·)\s*(\d+) slack\b", in_class)]
+        assert slack and slack[0] >= MIN_SLACK, (
+            f"session {n}: {slack or 'no'} minutes of slack; keep at least {MIN_SLACK}"
+        )
         assert f"problem set {n}" in row, n
     assert "two-week" in PLAN.lower()
 

@@ -40,6 +40,32 @@ def test_every_lesson_has_a_slide_outline(md):
         assert set(slide) - {"notes", "title"}, (
             f"{outline.name}, slide {i}: shows nothing but a title"
         )
+        if "exercises" in slide:
+            assert str(slide.get("notes", "")).strip(), (
+                f"{outline.name}, slide {i}: an exercise slide needs presenter notes (what to ask, "
+                "what the answer looks like, how long to give)"
+            )
+
+
+@pytest.mark.parametrize("md", LESSONS, ids=page_name)
+def test_exercise_slides_read_without_the_notebook(md):
+    """What an exercise slide shows (the lesson's statement, or the outline's wording for the room) names
+    no notebook object, and an outline's wording has only the statement's numbers: read from the lesson's
+    source, so that this holds without a build."""
+    lesson = slides.Lesson(md.stem, 0, md.stem, "source")
+    for block in slides.directive_blocks(md.read_text()):
+        if "label" in block.options:
+            lesson.blocks[block.options["label"]] = block
+    data = slides.load_outline(slides.OUTLINES / f"{md.stem}.yml")
+    for i, slide in enumerate(data["slides"], 1):
+        for entry in slides.as_list(slide.get("exercises", [])):
+            slides.exercise_statement(lesson, entry, f"{md.stem}.yml, slide {i}")
+
+
+def test_the_last_deck_ends_on_the_open_questions_that_lead_to_the_report():
+    last = slides.load_outline(slides.OUTLINES / f"{LESSONS[-1].stem}.yml")["slides"][-1]
+    assert last.get("section") == "Open questions", last
+    assert "Problem set 3" in last.get("text", ""), last
 
 
 # --- the builder on a small executed lesson ------------------------------------------------------------
@@ -108,9 +134,35 @@ def test_the_builder_draws_the_lesson_s_own_items(tmp_path, monkeypatch):
     assert deck["slides"] == 4 and deck["figures"] == ["fig-x.png"]
 
 
+def test_printed_numbers_and_exercises_worded_for_the_room(tmp_path, monkeypatch):
+    stage = _mini_stage(tmp_path)
+    monkeypatch.setattr(slides, "OUTLINES", tmp_path / "outlines")
+    lesson = slides.read_lesson(stage / "book" / "99_small.ipynb", 9)
+    assert slides.printed_number(lesson, "x ") == "1"
+    assert slides.printed_number(lesson, "x ... within") == "0"
+    _outline(
+        tmp_path,
+        [
+            {"text": "x is {printed}`x `", "check": ["x ", "x 1"]},
+            {"exercises": [{"label": "ex-x", "text": "Give $b$ to three digits."}], "notes": "n"},
+        ],
+    )
+    assert slides.build_deck("99_small", stage, 9, write=False)["slides"] == 3
+
+
 @pytest.mark.parametrize(
     ("slide", "message"),
     [
+        ({"text": "{printed}`y = `"}, "printed no line that starts with 'y ='"),
+        ({"check": ["x ", "nothing"]}, "no printed line starts with 'nothing'"),
+        (
+            {"exercises": [{"label": "ex-x", "text": "Give `b` to three digits."}]},
+            "would show the notebook's names ['b']",
+        ),
+        (
+            {"exercises": [{"label": "ex-x", "text": "Give $b$ to 4 digits."}]},
+            "numbers its statement in 99_small does not have: ['4']",
+        ),
         ({"prf": "lem-missing"}, "no prf: block 'lem-missing'; it has ['lem-x']"),
         ({"figure": "fig-missing"}, "no figure 'fig-missing'; it has ['fig-x']"),
         ({"check": "nothing printed"}, "no printed line starts with 'nothing printed'"),

@@ -30,14 +30,28 @@ Outline format (YAML)::
           ...
         prf: prop-tilted-mean                       # one label or a list
         figure: fig-ch1-tilt                        # one label (the figure's PNG, caption below)
-        check: "tilted mean"                        # lines printed by a check that start with this, or
-                                                    # `auto`: the lines of the one visible check_* cell
+        check: "tilted mean"                        # lines printed by a check that start with this (or a
+                                                    # list of such starts), or `auto`: the lines of the
+                                                    # one visible check_* cell
         exercises: [ex-ch1-one-token]               # one label or a list: title and statement
         section: Summary                            # the markdown of a `## ` section of the lesson
         notes: |                                    # presenter notes (speaker view only)
           ...
 
 The items of a slide are drawn in the order they are written; ``notes`` are never drawn.
+
+**Numbers the lesson printed, in any text.** In ``title``, ``text``, ``notes`` and an exercise's ``text``,
+the role ``{printed}`C_soft = ``` becomes the first number of the line the lesson printed that starts
+with ``C_soft = `` (``20.30``), and ``{printed}`C_soft = ... r* = ``` the first number after ``r* = `` on
+that line: an outline states no number of its own that a rerun of the lesson could change.
+
+**Exercises for a lecture room.** An exercise's statement often speaks to the notebook (``tokens[0]``,
+"check it below"). An entry of ``exercises`` may then be a mapping, ``{label: ex-ch1-one-token, text:
+...}``: the slide shows the lesson's title and this text, the statement as the room reads it. The build
+refuses an exercise slide that would show code (an inline code span: a notebook's name), and an override
+text with a number the lesson's statement does not have (numbers come from the lesson, or from
+``{printed}``). Every exercise slide has presenter notes (``tests/test_kit_slides.py``): what to ask, what
+the answer looks like, how long to give.
 """
 
 from __future__ import annotations
@@ -59,7 +73,7 @@ from build_book import ROOT, chapter_title, lessons
 
 OUTLINES = ROOT / "book" / "slides"
 ITEMS = ("title", "text", "prf", "figure", "check", "exercises", "section", "notes")
-MAX_CHECK_LINES = 4  # a slide shows at most this many printed lines of a check
+MAX_CHECK_LINES = 6  # a slide shows at most this many printed lines of a check
 FIT_FLOOR = 70  # percent: the smallest type a slide is shrunk to so that it fits its frame
 CHECK_CALL = re.compile(r"\bcheck_(close|below|above|true)\s*\(")
 HIDDEN_TAGS = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
@@ -232,6 +246,8 @@ class Renderer:
         explicit = re.match(r"^(?P<text>.*?)\s*<(?P<target>[^>]+)>$", body, re.DOTALL)
         if role == "math":
             return f"${body}$"
+        if role == "printed":
+            return printed_number(self.lesson, body)
         if explicit:
             return explicit.group("text").replace("%s", "").strip()
         if role in ("prf:ref", "ref") and body in self.lesson.blocks:
@@ -265,9 +281,44 @@ def as_list(value) -> list:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
-def check_lines(lesson: Lesson, spec: str, where: str) -> list[str]:
-    """The verdict lines a slide shows: those printed that start with ``spec``, or with ``auto`` those
-    printed by the one visible cell that calls a check."""
+NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def printed_number(lesson: Lesson, spec: str) -> str:
+    """The number a ``{printed}`start ... after``` role stands for: the first number, after ``after``
+    when it is given, of the first line the lesson printed that starts with ``start``."""
+    start, _, after = (part.strip() for part in spec.partition("..."))
+    for line, _, _ in lesson.prints:
+        if not line.startswith(start):
+            continue
+        rest = line[len(start) :]
+        if after:
+            i = rest.find(after)
+            if i < 0:
+                continue
+            rest = rest[i + len(after) :]
+        m = NUMBER.search(rest)
+        if m:
+            return m.group(0).lstrip("+")
+    starts = sorted({line.split("=")[0][:40] for line, _, _ in lesson.prints})
+    raise OutlineError(
+        f"{{printed}}`{spec}`: {lesson.stem} printed no line that starts with {start!r}"
+        + (f" and has a number after {after!r}" if after else " and has a number")
+        + f"; its printed lines start with {starts}"
+    )
+
+
+def check_lines(lesson: Lesson, spec, where: str) -> list[str]:
+    """The verdict lines a slide shows: those printed that start with ``spec`` (or with one of a list of
+    starts, in the list's order), or with ``auto`` those printed by the one visible cell that calls a
+    check."""
+    if isinstance(spec, list):
+        found = [line for one in spec for line in check_lines(lesson, str(one), where)]
+        if len(found) > MAX_CHECK_LINES:
+            raise OutlineError(
+                f"{where}: {len(found)} lines match {spec!r} (at most {MAX_CHECK_LINES} fit a slide)"
+            )
+        return found
     if spec == "auto":
         found = [line for line, visible, calls in lesson.prints if visible and calls]
         if not found:
@@ -310,6 +361,41 @@ def section_markdown(lesson: Lesson, heading: str, where: str) -> str:
     return m.group("body").strip()
 
 
+INLINE_CODE = re.compile(r"(?<![`{}])`(?P<code>[^`\n]+)`")
+
+
+def exercise_statement(lesson: Lesson, entry, where: str) -> tuple[str, str]:
+    """The label of an ``exercises`` entry and the statement its slide shows: the lesson's, or the
+    entry's own ``text`` (the statement as a lecture room reads it). A statement that would show code
+    (the notebook's names) is refused, and so is an override with a number the lesson's statement does
+    not have: numbers come from the lesson (its statement, or ``{printed}``)."""
+    if isinstance(entry, dict):
+        if set(entry) - {"label", "text"} or "label" not in entry:
+            raise OutlineError(
+                f"{where}: an exercise is a label or a mapping with `label` and `text`, got {entry!r}"
+            )
+        label, override = str(entry["label"]), entry.get("text")
+    else:
+        label, override = str(entry), None
+    body = labelled(lesson, label, ("exercise",), where).body
+    shown = body if override is None else str(override)
+    code = [m.group("code") for m in INLINE_CODE.finditer(ROLE.sub("", shown))]
+    if code:
+        raise OutlineError(
+            f"{where}: exercise {label!r} would show the notebook's names {code} in a lecture room: "
+            f"give the slide its own wording, `- {{label: {label}, text: ...}}`"
+        )
+    if override is not None:
+        have = set(NUMBER.findall(ROLE.sub("", body)))
+        new = sorted(set(NUMBER.findall(ROLE.sub("", shown))) - have)
+        if new:
+            raise OutlineError(
+                f"{where}: the slide's text of exercise {label!r} has numbers its statement in "
+                f"{lesson.stem} does not have: {new} (take them from the lesson: {{printed}}`...`)"
+            )
+    return label, shown
+
+
 def first_sentence(text: str) -> tuple[str, str]:
     """A caption's first sentence (what the slide shows) and the rest; a full stop inside math or
     before a lower-case word or a digit does not end a sentence."""
@@ -336,6 +422,15 @@ def render_slide(lesson: Lesson, r: Renderer, slide: dict, index: int, assets: P
     unknown = set(slide) - set(ITEMS)
     if unknown:
         raise OutlineError(f"{where}: unknown items {sorted(unknown)}; known: {list(ITEMS)}")
+    try:
+        return _render_slide(lesson, r, slide, where, rel)
+    except OutlineError as exc:
+        if str(exc).startswith(where):
+            raise
+        raise OutlineError(f"{where}: {exc}") from None
+
+
+def _render_slide(lesson: Lesson, r: Renderer, slide: dict, where: str, rel: str):
     parts, files, classes, extra_notes = [], {}, [], []
     for key, value in slide.items():
         if key == "title":
@@ -375,7 +470,7 @@ def render_slide(lesson: Lesson, r: Renderer, slide: dict, index: int, assets: P
             if rest:  # the rest of the caption is for the speaker
                 extra_notes.append(f"Figure {lesson.number}.{n}, the caption goes on: {rest}")
         elif key == "check":
-            lines = check_lines(lesson, str(value), where)
+            lines = check_lines(lesson, value if isinstance(value, list) else str(value), where)
             parts.append(
                 '<div class="check"><p class="check-title">The lesson\'s check printed, in this '
                 f"build ({html.escape(lesson.mode)} mode):</p><pre>"
@@ -383,12 +478,13 @@ def render_slide(lesson: Lesson, r: Renderer, slide: dict, index: int, assets: P
                 + "</pre></div>"
             )
         elif key == "exercises":
-            for label in as_list(value):
-                b = labelled(lesson, label, ("exercise",), where)
+            for entry in as_list(value):
+                label, shown = exercise_statement(lesson, entry, where)
+                b = lesson.blocks[label]
                 kind = " (conceptual)" if "conceptual" in b.options.get("class", "") else ""
                 parts.append(
                     f'<div class="exercise" data-label="{label}"><p class="exercise-title">Exercise: '
-                    f"{r.inline(b.title)}{kind}</p>{r.block(b.body)}</div>"
+                    f"{r.inline(b.title)}{kind}</p>{r.block(shown)}</div>"
                 )
         elif key == "section":
             parts.append(
@@ -437,9 +533,9 @@ window.MathJax.startup = {{
   pageReady: () => MathJax.startup.defaultPageReady().then(() => document.fonts.ready).then(startDeck)
 }};
 // A slide's figure is scaled up to the room its slide leaves (the full width at most), so that its
-// legend reads from the back of a room. A slide taller than its frame is drawn in smaller type, down to
-// {floor} %, before reveal.js lays out the deck (and its print view); one that still does not fit is left
-// as it is (tests/test_kit_slides.py reports it).
+// legend reads from the back of a room. A slide taller or wider (a long display formula) than its frame is
+// drawn in smaller type, down to {floor} %, before reveal.js lays out the deck (and its print view); one
+// that still does not fit is left as it is (tests/test_kit_slides.py reports it).
 function growFigure(s) {{
   const img = s.querySelector('figure img[data-width]');
   if (!img) return;
@@ -458,7 +554,8 @@ function fitSlides() {{
   for (const s of box.querySelectorAll(':scope > section')) {{
     s.style.display = 'flow-root'; s.style.position = 'static';  // flow-root: margins counted, as in the deck
     growFigure(s);
-    for (let size = 100; s.scrollHeight > 712 && size > {floor}; ) {{
+    const over = () => s.scrollHeight > 712 || s.scrollWidth > s.clientWidth + 1;
+    for (let size = 100; over() && size > {floor}; ) {{
       size -= 5; s.style.fontSize = size + '%'; s.dataset.fitted = size;
     }}
     s.style.display = ''; s.style.position = '';
