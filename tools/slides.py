@@ -649,8 +649,8 @@ def title_slide(lesson: Lesson, r: Renderer, outline: Path, lab: bool) -> str:
         f'<p class="built">Figures and printed numbers are those of the executed lesson in this build '
         f"({html.escape(lesson.mode)} mode). Outline: <code>book/slides/{outline.name}</code>. "
         "Keys: <code>s</code> speaker notes, <code>?print-pdf</code> after the address to print.</p>\n"
-        '<aside class="notes">The slides follow the lesson in its order; each figure and printed '
-        "number comes from the lesson's own run.</aside>\n"
+        '<aside class="notes">The slides follow the order of the lesson (the exercises may come '
+        "before a closing slide); each figure and printed number comes from the lesson's own run.</aside>\n"
         "</section>"
     )
 
