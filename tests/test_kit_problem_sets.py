@@ -84,6 +84,46 @@ def test_the_points_are_stated_alike_everywhere():
             )
 
 
+def _setup_cell(text: str) -> str:
+    return next(b for b in text.split("```{code-cell} ipython3\n")[1:] if "otter.Notebook(" in b)
+
+
+def test_the_setup_cell_imports_everything_before_the_grader():
+    """The grader is the setup cell's last line: every import comes before it."""
+    for name in SETS:
+        cell = _setup_cell((problem_sets.SOURCES / f"{name}.md").read_text()).split("```")[0]
+        lines = [ln for ln in cell.strip().splitlines() if ln.strip()]
+        assert lines[-1] == f'grader = otter.Notebook("{name}.ipynb")', (name, lines[-1])
+
+
+def _questions_code(text: str) -> dict[str, tuple[str, list[str]]]:
+    """Each autograded question's answer code and its public checks' code, from a set's source."""
+    out = {}
+    for opened in text.split("# BEGIN QUESTION\n")[1:]:
+        q = re.search(r"name:\s*(\w+)", opened)[1]
+        block = opened.split("# END QUESTION", 1)[0]
+        cells = re.findall(r"```\{code-cell\} ipython3\n(.*?)```", block, re.S)
+        answers = "\n".join(c for c in cells if "BEGIN TEST CONFIG" not in c)
+        public = [c for c in cells if "BEGIN TEST CONFIG" in c and "hidden: true" not in c]
+        out[q] = (answers, public)
+    return out
+
+
+def test_each_public_check_uses_only_its_own_question():
+    """A public check calls only what its own question defines (and the setup's names): a slip in one
+    question does not fail another's checks (set 3's question 4 once compared with question 2's
+    best_ratio)."""
+    for name in SETS:
+        qs = _questions_code((problem_sets.SOURCES / f"{name}.md").read_text())
+        defined = {q: set(re.findall(r"^def (\w+)|^(\w+) =", a, re.M)) for q, (a, _) in qs.items()}
+        defined = {q: {n for pair in names for n in pair if n} for q, names in defined.items()}
+        for q, (_, public) in qs.items():
+            others = set().union(*(d for o, d in defined.items() if o != q)) - defined[q]
+            for check in public:
+                used = {n for n in others if re.search(rf"\b{n}\b", check)}
+                assert not used, (name, q, used)
+
+
 # The derivation each autograded question rests on, graded by hand, where a numerical method passes the code.
 DERIVATIONS = {
     "ps1_measures": ("q1a", "q2a"),
@@ -244,14 +284,6 @@ WRONG = {
         "    t = torch.trace(V @ Gamma @ V.T) + torch.trace(B @ torch.linalg.inv(K))\n"
         "    return float(torch.linalg.det(K) ** -0.5 * t)\n",
     ),
-    "ps2 a typed constant, not a simulation": (
-        "ps2_concentration",
-        "q3",
-        "def simulate_constant",
-        "def simulate_constant(n, seed):\n"
-        "    c1 = (1 - 2 * 0.2 + 2 * 0.2**2) / (1 - 2 * 0.2) ** 3  # C_1 at lam = 1, a = 0.2\n"
-        "    return c1, 1.5 * c1 / math.sqrt(n)\n",
-    ),
     "ps3 a guessed tilt c = 1/4": (
         "ps3_regression",
         "q2",
@@ -262,6 +294,79 @@ WRONG = {
         "    return (1 - c) / (c * (1 - 2 * c) ** (d / 2 + 1) * (d + 1))\n",
     ),
 }
+
+
+# Shortcuts: answers that do not do what the question asks, and score nothing on it (its public check
+# included): (set, question, the cell replaced, the shortcut).
+_C1 = (
+    "(lam * lam - 2 * a * lam + 2 * a * a) / (lam * (lam - 2 * a) ** 3)"  # set 2's C_1(a), typed in
+)
+_LIBRARY_PHI = (
+    "    A, b = icl.bayes_optimal_parameters(Sigma)\n"
+    "    return 2 * {f}(A, b, Sigma, noise_var=0.0, allow_infinite=True) / (\n"
+    "        (Sigma.shape[0] + 1) * float(Sigma.trace())\n"
+    "    )\n"
+)
+SHORTCUTS = {
+    "ps2 a typed constant, not a simulation": (
+        "ps2_concentration",
+        "q3",
+        "def simulate_constant",
+        "def simulate_constant(n, seed):\n"
+        "    lam, a = 1, 0.2\n"
+        f"    c1 = {_C1}\n"
+        "    return c1, 1.5 * c1 / math.sqrt(n)\n",
+    ),
+    "ps2 C_1 plus noise drawn from the seed, not a simulation": (
+        "ps2_concentration",
+        "q3",
+        "def simulate_constant",
+        "def simulate_constant(n, seed):\n"
+        "    lam, a = 1, 0.2\n"
+        f"    c1 = {_C1}\n"
+        "    se = 0.05 * c1 * math.sqrt(4000 / n)  # the spread of an honest estimate\n"
+        "    z = float(torch.randn(1, generator=torch.Generator().manual_seed(seed)))\n"
+        "    return c1 + z * se, se\n",
+    ),
+    "ps3 q1 by the library's fluctuation constant": (
+        "ps3_regression",
+        "q1",
+        "def ratio_at_optimum",
+        "def ratio_at_optimum(Sigma):\n" + _LIBRARY_PHI.format(f="icl.risk_fluctuation_constant"),
+    ),
+    "ps3 q1 by the library's constant, imported under another name": (
+        "ps3_regression",
+        "q1",
+        "def ratio_at_optimum",
+        "from softlin.icl import risk_fluctuation_constant as phi\n\n\n"
+        "def ratio_at_optimum(Sigma):\n" + _LIBRARY_PHI.format(f="phi"),
+    ),
+    "ps3 q4 by the library's large-prompt constants": (
+        "ps3_regression",
+        "q4",
+        "def noisy_ratio",
+        "def noisy_ratio(d, rho):\n"
+        "    return icl.large_prompt_constants(torch.eye(d), noise_var=rho * d).ratio\n",
+    ),
+    "ps3 q3 the guesses e and 1": (
+        "ps3_regression",
+        "q3",
+        "# BEGIN SOLUTION NO PROMPT",
+        "ratio_limit, ratio_correction, ratio_second = math.e, 1.0, 0.0\n",
+    ),
+}
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("label", SHORTCUTS)
+def test_a_shortcut_scores_nothing_on_its_question(built, tmp_path, label):
+    name, question, starts, source = SHORTCUTS[label]
+    graded = problem_sets.grade(name, _replace(built, tmp_path, name, starts, source), built)
+    score, possible = graded["questions"][question]
+    assert score == 0 < possible, (label, graded)
+    # the other questions keep their points: the shortcut broke nothing else
+    others = [s == p for q, (s, p) in graded["questions"].items() if q != question]
+    assert all(others), (label, graded)
 
 
 @pytest.mark.book
