@@ -124,6 +124,18 @@ def test_each_public_check_uses_only_its_own_question():
                 assert not used, (name, q, used)
 
 
+def test_a_variant_draws_the_rate_from_a_continuous_range():
+    rates = [problem_sets.parameters(s)["ps1_measures"]["lam"] for s in range(200)]
+    lo, hi = problem_sets.RATES
+    assert all(lo <= r <= hi and abs(r - 1) >= 0.05 for r in rates), rates
+    assert len(set(rates)) > 150, len(
+        set(rates)
+    )  # three significant digits, not a handful of values
+    assert min(rates) < 0.4 and max(rates) > 3, (min(rates), max(rates))
+    for s in range(20):  # both sets that use it take the same rate
+        assert problem_sets.parameters(s)["ps2_concentration"]["lam"] == rates[s]
+
+
 # The derivation each autograded question rests on, graded by hand, where a numerical method passes the code.
 DERIVATIONS = {
     "ps1_measures": ("q1a", "q2a"),
