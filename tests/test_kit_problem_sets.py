@@ -136,6 +136,16 @@ def test_a_variant_draws_the_rate_from_a_continuous_range():
         assert problem_sets.parameters(s)["ps2_concentration"]["lam"] == rates[s]
 
 
+def test_point_labels_are_singular_for_one_point():
+    assert problem_sets.points_label(1) == "1 point"
+    assert problem_sets.points_label(1.0) == "1 point"
+    assert problem_sets.points_label(0.5) == "0.5 points"
+    assert problem_sets.points_label(2) == "2 points"
+    for name in SETS:
+        text = problem_sets.rubric(name) + (problem_sets.SOURCES / f"{name}.md").read_text()
+        assert not re.search(r"(?<![\d.])1 points", text), name
+
+
 # The derivation each autograded question rests on, graded by hand, where a numerical method passes the code.
 DERIVATIONS = {
     "ps1_measures": ("q1a", "q2a"),

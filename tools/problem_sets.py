@@ -176,6 +176,11 @@ def _rate(rng: random.Random) -> float:
             return lam
 
 
+def points_label(x: float) -> str:
+    """``x`` points in words: "1 point", "0.5 points", "2 points"."""
+    return f"{x:g} point" + ("" if x == 1 else "s")
+
+
 def exponential_correction(lam: float, a: float) -> float:
     """``C_2`` of ``L E(T_L - T)^2 = C_1 + C_2 / L + O(L^-2)`` for Exp(lam) tokens at the tilt ``a``
     (``3a < lam``): the delta method's second order, ``-2 E[Y^2 e] + 3 E[Y^2] E[e^2] + 6 E[Y e]^2``
@@ -338,7 +343,7 @@ def rubric(name: str, variant: int | None = None) -> str:
             current = re.search(r"name:\s*(\S+)", src).group(1)
         elif cell.cell_type == "raw" and src == "# BEGIN SOLUTION" and qs[current]["manual"]:
             inside = True
-            lines += [f"## {current} ({qs[current]['points']:g} points, by hand)", ""]
+            lines += [f"## {current} ({points_label(qs[current]['points'])}, by hand)", ""]
         elif cell.cell_type == "raw" and src == "# END SOLUTION":
             inside = False
         elif inside and cell.cell_type == "markdown":
@@ -469,7 +474,7 @@ def publish(html_dir: Path) -> list[Path]:
             total, auto = points(name)
             items.append(
                 f'<li><a href="../problem-sets/{name}.ipynb" download>Problem set {n}</a>: '
-                f"<code>{html.escape(name)}.ipynb</code>, {total:g} points ({auto:g} autograded)</li>"
+                f"<code>{html.escape(name)}.ipynb</code>, {points_label(total)} ({auto:g} autograded)</li>"
             )
     zip_students(names, target, flat=True)
     items.append(
