@@ -10,8 +10,17 @@ graded locally without Docker.
   point; the blank student version gets none; a plausible wrong answer gets part of its question's
   points, not all: set 1's fourth central moment in place of the fourth cumulant, set 2's Gaussian
   constant e^{a^2}(1 + a^2) for exponential tokens and the centred queries' constant (the mean of the
-  queries ignored) for the off-centre question, set 3's guessed tilt c = 1/4 in place of the best tilt,
-  and set 2's typed constant in place of a simulation (right number, but the same at every seed).
+  queries ignored) for the off-centre question, and set 3's guessed tilt c = 1/4 in place of the best
+  tilt.
+* Shortcuts score nothing on their question (public check included): set 2's simulation replaced by
+  C_1 typed in or C_1 plus seeded noise (the hidden checks redraw the prompts from the seed), set 3's
+  questions 1 and 4 answered by the library's constants (the checks watch the function run), and set
+  3's question 3 answered by the guesses e and 1 (its checks involve the 1/d^2 coefficient too).
+* The setup cell imports everything before the grader line; no public check uses what another
+  question defines; a variant's rate of the exponential tokens takes many values; "1 point", not
+  "1 points".
+* Under a simulated Colab (``google.colab`` faked, no notebook file or tests/ folder in the working
+  directory), each student version writes its public checks from its setup cell and runs them.
 * Each derivation whose code a quadrature, automatic differentiation or a numerical minimisation can
   pass has a question graded by hand ("show your derivation") that says so.
 * ``--grade --csv FILE`` writes a gradebook: one row per submission, each question's points, the totals.
@@ -475,3 +484,88 @@ def test_a_variant_has_other_numbers_and_its_solution_gets_full_marks(built, tmp
     )["questions"]
     assert stale["q3"][0] < stale["q3"][1] and stale["q2"][0] < stale["q2"][1], stale
     assert stale["q1"][0] == stale["q1"][1], stale
+
+
+# Colab, as far as it can be simulated here: what the kernel sees there is (1) ``google.colab`` among
+# the modules and a shell whose class lives in ``google.colab._shell`` (otter-grader tells Colab by
+# ``str(get_ipython())``), and (2) a working directory that holds neither the notebook nor a tests/
+# folder (Colab keeps the notebook in Drive). The first cell below fakes (1); the run fakes (2).
+FAKE_COLAB = """\
+import sys, types
+sys.modules.setdefault("google", types.ModuleType("google"))
+sys.modules["google.colab"] = types.ModuleType("google.colab")
+_shell = get_ipython()
+_shell.__class__ = type("Shell", (type(_shell),), {"__module__": "google.colab._shell"})
+assert "google.colab" in str(get_ipython())
+"""
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("name", SETS)
+def test_the_student_versions_check_answers_under_colab(built, tmp_path, name):
+    """A student version, run as Colab runs it (``google.colab`` present, otter-grader in its Colab
+    mode, no notebook file and no tests/ folder in the working directory), loads its public checks
+    from its setup cell and runs them: a question answered with the solution's functions passes its
+    public checks, the others fail them (they do not raise), and ``grader.check_all()`` runs."""
+    import nbformat
+    import papermill
+    from build_book import LocalKernelManager
+
+    student = nbformat.read(built / name / "student" / f"{name}.ipynb", as_version=4)
+    solution = nbformat.read(built / name / "autograder" / f"{name}.ipynb", as_version=4)
+    answers = {
+        c.source.splitlines()[0]: c.source
+        for c in solution.cells
+        if c.cell_type == "code" and c.source.startswith("def ")
+    }
+    blanks = [
+        c
+        for c in student.cells
+        if c.cell_type == "code" and c.source[:200].split("\n")[0] in answers
+    ]
+    assert len(blanks) >= 2, name
+    for cell in blanks[:-1]:  # all but the last, which stays blank: its check must fail, not raise
+        cell.source = answers[cell.source.splitlines()[0]]
+    filled = len(blanks) - 1
+    student.cells.insert(0, nbformat.v4.new_code_cell(FAKE_COLAB))
+    source, cwd = tmp_path / "in" / f"{name}.ipynb", tmp_path / "content"
+    source.parent.mkdir()
+    cwd.mkdir()
+    nbformat.write(student, source)
+    ran = papermill.execute_notebook(
+        str(source),
+        str(tmp_path / "out.ipynb"),
+        cwd=str(cwd),
+        kernel_name="python3",
+        kernel_manager_class=LocalKernelManager,
+        progress_bar=False,
+        execution_timeout=600,
+    )
+    public = sorted(student.metadata["otter"]["tests"])
+    folder = cwd / problem_sets.colab_folder(name)
+    assert sorted(p.stem for p in folder.glob("*.py")) == public, name
+    assert not list(cwd.glob("*.ipynb")) and not (cwd / "tests").exists(), name
+
+    def text(cell):
+        return "".join(
+            o.get("text", "") + json.dumps(o.get("data", {})) for o in cell.get("outputs", [])
+        )
+
+    checks = {}
+    for cell in ran.cells:
+        m = re.fullmatch(r'grader\.check\("(\w+)"\)', cell.source.strip())
+        if m:
+            checks[m[1]] = text(cell)
+    assert sorted(checks) == public, (name, sorted(checks))
+    for (
+        q,
+        out,
+    ) in checks.items():  # a check that could not load its tests raises, and papermill with it
+        assert re.search(rf"\b{q} (results:|passed)", out), (name, q, out[:500])
+    passed = {
+        q
+        for q, out in checks.items()
+        if re.search(rf"\b{q} (passed|results: All test cases passed)", out)
+    }
+    print(name, "passed:", sorted(passed), "of", public, "with", filled, "functions filled in")
+    assert len(passed) == filled and passed != set(public), (name, checks)

@@ -15,7 +15,10 @@ giving their points and whether they are ``hidden``; manually graded questions c
 and rubric as their solution). ``otter assign`` turns each into
 
 * ``_build/problem-sets/psN_name/student/psN_name.ipynb``: the student version, solutions removed, the
-  public checks kept in the notebook (``grader.check("q1")``);
+  public checks kept in the notebook (``grader.check("q1")``): in its metadata, where otter-grader reads
+  them in Jupyter, and packed into its setup cell, which under Colab writes them to a folder and loads
+  them from there (:func:`add_colab_checks`: otter-grader 7 reads only test files under Colab, and a
+  Colab kernel cannot open its own notebook);
 * ``_build/problem-sets/psN_name/autograder/``: the solution notebook (model answers and rubrics
   included) and ``autograder.zip`` with the public and the hidden tests;
 
@@ -370,6 +373,83 @@ def pin_setup(nb, commit: str | None, name: str = "set"):
     return nb
 
 
+GRADER = 'grader = otter.Notebook("{name}.ipynb")'
+COLAB_SETUP = """\
+# The public checks, written out for Colab (otter-grader reads checks from a folder of test files
+# there, while elsewhere it reads them from this notebook's metadata, which Colab's kernel cannot see):
+# the same checks as in the metadata, packed by tools/problem_sets.py (JSON, zlib, base64).
+{checks_name} = "{packed}"
+if "google.colab" in sys.modules:
+    import base64, json, os, zlib
+
+    os.makedirs("{folder}", exist_ok=True)
+    for _q, _test in json.loads(zlib.decompress(base64.b64decode({checks_name}))).items():
+        with open(os.path.join("{folder}", _q + ".py"), "w") as _f:
+            _f.write("OK_FORMAT = True\\n\\ntest = " + repr(_test) + "\\n")
+    grader = otter.Notebook(tests_dir="{folder}")
+else:
+    grader = otter.Notebook("{name}.ipynb")"""
+
+
+def colab_folder(name: str) -> str:
+    """The folder, next to the kernel's working directory, where a student notebook under Colab writes
+    its public checks."""
+    return f"{name}_checks"
+
+
+def pack_checks(tests: dict) -> str:
+    """The public checks of a student notebook (its ``metadata.otter.tests``) as one ASCII string."""
+    import base64
+    import zlib
+
+    return base64.b64encode(zlib.compress(json.dumps(tests, sort_keys=True).encode(), 9)).decode()
+
+
+def unpack_checks(packed: str) -> dict:
+    import base64
+    import zlib
+
+    return json.loads(zlib.decompress(base64.b64decode(packed)))
+
+
+def add_colab_checks(notebook: Path, name: str) -> None:
+    """Make the student notebook ``notebook`` of set ``name`` check answers under Colab too (in place).
+
+    otter-grader 7 reads a notebook's public checks from its metadata only when it can open the notebook
+    file; under Colab it refuses metadata checks and requires a folder of test files, and the kernel's
+    working directory holds neither the notebook nor such a folder. So the setup cell's
+    ``grader = otter.Notebook(...)`` line becomes: under Colab, write the public checks (carried, packed,
+    in the cell itself) to :func:`colab_folder` and load them from there; elsewhere, the line as it was.
+    Only public checks are packed: a hidden one in the metadata is an error."""
+    import nbformat
+
+    nb = nbformat.read(notebook, as_version=4)
+    tests = nb.metadata.get("otter", {}).get("tests")
+    if not tests:
+        raise SystemExit(f"problem_sets: {notebook} carries no checks in its metadata")
+    hidden = [
+        q
+        for q, spec in tests.items()
+        for suite in spec.get("suites", [])
+        for case in suite.get("cases", [])
+        if case.get("hidden")
+    ]
+    if hidden:
+        raise SystemExit(f"problem_sets: {notebook} carries hidden checks ({hidden})")
+    line = GRADER.format(name=name)
+    cells = [c for c in nb.cells if c.cell_type == "code" and line in c.source.splitlines()]
+    if len(cells) != 1:
+        raise SystemExit(f"problem_sets: {name} needs one setup cell with the line {line!r}")
+    block = COLAB_SETUP.format(
+        checks_name="PUBLIC_CHECKS",
+        packed=pack_checks(dict(tests)),
+        folder=colab_folder(name),
+        name=name,
+    )
+    cells[0].source = "\n".join(block if ln == line else ln for ln in cells[0].source.splitlines())
+    nbformat.write(nb, notebook)
+
+
 # --- building, publishing, grading ---------------------------------------------------------------------
 
 
@@ -405,6 +485,7 @@ def build(
     for path in (student, autograder):
         if not path.exists():
             raise SystemExit(f"problem_sets: otter assign wrote no {path}")
+    add_colab_checks(student, name)
     (result / "rubric.md").write_text(rubric(name, variant))
     return result
 
