@@ -10,8 +10,17 @@ graded locally without Docker.
   point; the blank student version gets none; a plausible wrong answer gets part of its question's
   points, not all: set 1's fourth central moment in place of the fourth cumulant, set 2's Gaussian
   constant e^{a^2}(1 + a^2) for exponential tokens and the centred queries' constant (the mean of the
-  queries ignored) for the off-centre question, set 3's guessed tilt c = 1/4 in place of the best tilt,
-  and set 2's typed constant in place of a simulation (right number, but the same at every seed).
+  queries ignored) for the off-centre question, and set 3's guessed tilt c = 1/4 in place of the best
+  tilt.
+* Shortcuts score nothing on their question (public check included): set 2's simulation replaced by
+  C_1 typed in or C_1 plus seeded noise (the hidden checks redraw the prompts from the seed), set 3's
+  questions 1 and 4 answered by the library's constants (the checks watch the function run), and set
+  3's question 3 answered by the guesses e and 1 (its checks involve the 1/d^2 coefficient too).
+* The setup cell imports everything before the grader line; no public check uses what another
+  question defines; a variant's rate of the exponential tokens takes many values; "1 point", not
+  "1 points".
+* Under a simulated Colab (``google.colab`` faked, no notebook file or tests/ folder in the working
+  directory), each student version writes its public checks from its setup cell and runs them.
 * Each derivation whose code a quadrature, automatic differentiation or a numerical minimisation can
   pass has a question graded by hand ("show your derivation") that says so.
 * ``--grade --csv FILE`` writes a gradebook: one row per submission, each question's points, the totals.
@@ -82,6 +91,68 @@ def test_the_points_are_stated_alike_everywhere():
             assert re.search(title, text), (
                 f"{name}: {q['name']}'s title does not say {q['points']:g}"
             )
+
+
+def _setup_cell(text: str) -> str:
+    return next(b for b in text.split("```{code-cell} ipython3\n")[1:] if "otter.Notebook(" in b)
+
+
+def test_the_setup_cell_imports_everything_before_the_grader():
+    """The grader is the setup cell's last line: every import comes before it."""
+    for name in SETS:
+        cell = _setup_cell((problem_sets.SOURCES / f"{name}.md").read_text()).split("```")[0]
+        lines = [ln for ln in cell.strip().splitlines() if ln.strip()]
+        assert lines[-1] == f'grader = otter.Notebook("{name}.ipynb")', (name, lines[-1])
+
+
+def _questions_code(text: str) -> dict[str, tuple[str, list[str]]]:
+    """Each autograded question's answer code and its public checks' code, from a set's source."""
+    out = {}
+    for opened in text.split("# BEGIN QUESTION\n")[1:]:
+        q = re.search(r"name:\s*(\w+)", opened)[1]
+        block = opened.split("# END QUESTION", 1)[0]
+        cells = re.findall(r"```\{code-cell\} ipython3\n(.*?)```", block, re.S)
+        answers = "\n".join(c for c in cells if "BEGIN TEST CONFIG" not in c)
+        public = [c for c in cells if "BEGIN TEST CONFIG" in c and "hidden: true" not in c]
+        out[q] = (answers, public)
+    return out
+
+
+def test_each_public_check_uses_only_its_own_question():
+    """A public check calls only what its own question defines (and the setup's names): a slip in one
+    question does not fail another's checks (set 3's question 4 once compared with question 2's
+    best_ratio)."""
+    for name in SETS:
+        qs = _questions_code((problem_sets.SOURCES / f"{name}.md").read_text())
+        defined = {q: set(re.findall(r"^def (\w+)|^(\w+) =", a, re.M)) for q, (a, _) in qs.items()}
+        defined = {q: {n for pair in names for n in pair if n} for q, names in defined.items()}
+        for q, (_, public) in qs.items():
+            others = set().union(*(d for o, d in defined.items() if o != q)) - defined[q]
+            for check in public:
+                used = {n for n in others if re.search(rf"\b{n}\b", check)}
+                assert not used, (name, q, used)
+
+
+def test_a_variant_draws_the_rate_from_a_continuous_range():
+    rates = [problem_sets.parameters(s)["ps1_measures"]["lam"] for s in range(200)]
+    lo, hi = problem_sets.RATES
+    assert all(lo <= r <= hi and abs(r - 1) >= 0.05 for r in rates), rates
+    assert len(set(rates)) > 150, len(
+        set(rates)
+    )  # three significant digits, not a handful of values
+    assert min(rates) < 0.4 and max(rates) > 3, (min(rates), max(rates))
+    for s in range(20):  # both sets that use it take the same rate
+        assert problem_sets.parameters(s)["ps2_concentration"]["lam"] == rates[s]
+
+
+def test_point_labels_are_singular_for_one_point():
+    assert problem_sets.points_label(1) == "1 point"
+    assert problem_sets.points_label(1.0) == "1 point"
+    assert problem_sets.points_label(0.5) == "0.5 points"
+    assert problem_sets.points_label(2) == "2 points"
+    for name in SETS:
+        text = problem_sets.rubric(name) + (problem_sets.SOURCES / f"{name}.md").read_text()
+        assert not re.search(r"(?<![\d.])1 points", text), name
 
 
 # The derivation each autograded question rests on, graded by hand, where a numerical method passes the code.
@@ -244,14 +315,6 @@ WRONG = {
         "    t = torch.trace(V @ Gamma @ V.T) + torch.trace(B @ torch.linalg.inv(K))\n"
         "    return float(torch.linalg.det(K) ** -0.5 * t)\n",
     ),
-    "ps2 a typed constant, not a simulation": (
-        "ps2_concentration",
-        "q3",
-        "def simulate_constant",
-        "def simulate_constant(n, seed):\n"
-        "    c1 = (1 - 2 * 0.2 + 2 * 0.2**2) / (1 - 2 * 0.2) ** 3  # C_1 at lam = 1, a = 0.2\n"
-        "    return c1, 1.5 * c1 / math.sqrt(n)\n",
-    ),
     "ps3 a guessed tilt c = 1/4": (
         "ps3_regression",
         "q2",
@@ -262,6 +325,79 @@ WRONG = {
         "    return (1 - c) / (c * (1 - 2 * c) ** (d / 2 + 1) * (d + 1))\n",
     ),
 }
+
+
+# Shortcuts: answers that do not do what the question asks, and score nothing on it (its public check
+# included): (set, question, the cell replaced, the shortcut).
+_C1 = (
+    "(lam * lam - 2 * a * lam + 2 * a * a) / (lam * (lam - 2 * a) ** 3)"  # set 2's C_1(a), typed in
+)
+_LIBRARY_PHI = (
+    "    A, b = icl.bayes_optimal_parameters(Sigma)\n"
+    "    return 2 * {f}(A, b, Sigma, noise_var=0.0, allow_infinite=True) / (\n"
+    "        (Sigma.shape[0] + 1) * float(Sigma.trace())\n"
+    "    )\n"
+)
+SHORTCUTS = {
+    "ps2 a typed constant, not a simulation": (
+        "ps2_concentration",
+        "q3",
+        "def simulate_constant",
+        "def simulate_constant(n, seed):\n"
+        "    lam, a = 1, 0.2\n"
+        f"    c1 = {_C1}\n"
+        "    return c1, 1.5 * c1 / math.sqrt(n)\n",
+    ),
+    "ps2 C_1 plus noise drawn from the seed, not a simulation": (
+        "ps2_concentration",
+        "q3",
+        "def simulate_constant",
+        "def simulate_constant(n, seed):\n"
+        "    lam, a = 1, 0.2\n"
+        f"    c1 = {_C1}\n"
+        "    se = 0.05 * c1 * math.sqrt(4000 / n)  # the spread of an honest estimate\n"
+        "    z = float(torch.randn(1, generator=torch.Generator().manual_seed(seed)))\n"
+        "    return c1 + z * se, se\n",
+    ),
+    "ps3 q1 by the library's fluctuation constant": (
+        "ps3_regression",
+        "q1",
+        "def ratio_at_optimum",
+        "def ratio_at_optimum(Sigma):\n" + _LIBRARY_PHI.format(f="icl.risk_fluctuation_constant"),
+    ),
+    "ps3 q1 by the library's constant, imported under another name": (
+        "ps3_regression",
+        "q1",
+        "def ratio_at_optimum",
+        "from softlin.icl import risk_fluctuation_constant as phi\n\n\n"
+        "def ratio_at_optimum(Sigma):\n" + _LIBRARY_PHI.format(f="phi"),
+    ),
+    "ps3 q4 by the library's large-prompt constants": (
+        "ps3_regression",
+        "q4",
+        "def noisy_ratio",
+        "def noisy_ratio(d, rho):\n"
+        "    return icl.large_prompt_constants(torch.eye(d), noise_var=rho * d).ratio\n",
+    ),
+    "ps3 q3 the guesses e and 1": (
+        "ps3_regression",
+        "q3",
+        "# BEGIN SOLUTION NO PROMPT",
+        "ratio_limit, ratio_correction, ratio_second = math.e, 1.0, 0.0\n",
+    ),
+}
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("label", SHORTCUTS)
+def test_a_shortcut_scores_nothing_on_its_question(built, tmp_path, label):
+    name, question, starts, source = SHORTCUTS[label]
+    graded = problem_sets.grade(name, _replace(built, tmp_path, name, starts, source), built)
+    score, possible = graded["questions"][question]
+    assert score == 0 < possible, (label, graded)
+    # the other questions keep their points: the shortcut broke nothing else
+    others = [s == p for q, (s, p) in graded["questions"].items() if q != question]
+    assert all(others), (label, graded)
 
 
 @pytest.mark.book
@@ -348,3 +484,88 @@ def test_a_variant_has_other_numbers_and_its_solution_gets_full_marks(built, tmp
     )["questions"]
     assert stale["q3"][0] < stale["q3"][1] and stale["q2"][0] < stale["q2"][1], stale
     assert stale["q1"][0] == stale["q1"][1], stale
+
+
+# Colab, as far as it can be simulated here: what the kernel sees there is (1) ``google.colab`` among
+# the modules and a shell whose class lives in ``google.colab._shell`` (otter-grader tells Colab by
+# ``str(get_ipython())``), and (2) a working directory that holds neither the notebook nor a tests/
+# folder (Colab keeps the notebook in Drive). The first cell below fakes (1); the run fakes (2).
+FAKE_COLAB = """\
+import sys, types
+sys.modules.setdefault("google", types.ModuleType("google"))
+sys.modules["google.colab"] = types.ModuleType("google.colab")
+_shell = get_ipython()
+_shell.__class__ = type("Shell", (type(_shell),), {"__module__": "google.colab._shell"})
+assert "google.colab" in str(get_ipython())
+"""
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("name", SETS)
+def test_the_student_versions_check_answers_under_colab(built, tmp_path, name):
+    """A student version, run as Colab runs it (``google.colab`` present, otter-grader in its Colab
+    mode, no notebook file and no tests/ folder in the working directory), loads its public checks
+    from its setup cell and runs them: a question answered with the solution's functions passes its
+    public checks, the others fail them (they do not raise), and ``grader.check_all()`` runs."""
+    import nbformat
+    import papermill
+    from build_book import LocalKernelManager
+
+    student = nbformat.read(built / name / "student" / f"{name}.ipynb", as_version=4)
+    solution = nbformat.read(built / name / "autograder" / f"{name}.ipynb", as_version=4)
+    answers = {
+        c.source.splitlines()[0]: c.source
+        for c in solution.cells
+        if c.cell_type == "code" and c.source.startswith("def ")
+    }
+    blanks = [
+        c
+        for c in student.cells
+        if c.cell_type == "code" and c.source[:200].split("\n")[0] in answers
+    ]
+    assert len(blanks) >= 2, name
+    for cell in blanks[:-1]:  # all but the last, which stays blank: its check must fail, not raise
+        cell.source = answers[cell.source.splitlines()[0]]
+    filled = len(blanks) - 1
+    student.cells.insert(0, nbformat.v4.new_code_cell(FAKE_COLAB))
+    source, cwd = tmp_path / "in" / f"{name}.ipynb", tmp_path / "content"
+    source.parent.mkdir()
+    cwd.mkdir()
+    nbformat.write(student, source)
+    ran = papermill.execute_notebook(
+        str(source),
+        str(tmp_path / "out.ipynb"),
+        cwd=str(cwd),
+        kernel_name="python3",
+        kernel_manager_class=LocalKernelManager,
+        progress_bar=False,
+        execution_timeout=600,
+    )
+    public = sorted(student.metadata["otter"]["tests"])
+    folder = cwd / problem_sets.colab_folder(name)
+    assert sorted(p.stem for p in folder.glob("*.py")) == public, name
+    assert not list(cwd.glob("*.ipynb")) and not (cwd / "tests").exists(), name
+
+    def text(cell):
+        return "".join(
+            o.get("text", "") + json.dumps(o.get("data", {})) for o in cell.get("outputs", [])
+        )
+
+    checks = {}
+    for cell in ran.cells:
+        m = re.fullmatch(r'grader\.check\("(\w+)"\)', cell.source.strip())
+        if m:
+            checks[m[1]] = text(cell)
+    assert sorted(checks) == public, (name, sorted(checks))
+    for (
+        q,
+        out,
+    ) in checks.items():  # a check that could not load its tests raises, and papermill with it
+        assert re.search(rf"\b{q} (results:|passed)", out), (name, q, out[:500])
+    passed = {
+        q
+        for q, out in checks.items()
+        if re.search(rf"\b{q} (passed|results: All test cases passed)", out)
+    }
+    print(name, "passed:", sorted(passed), "of", public, "with", filled, "functions filled in")
+    assert len(passed) == filled and passed != set(public), (name, checks)

@@ -15,7 +15,10 @@ giving their points and whether they are ``hidden``; manually graded questions c
 and rubric as their solution). ``otter assign`` turns each into
 
 * ``_build/problem-sets/psN_name/student/psN_name.ipynb``: the student version, solutions removed, the
-  public checks kept in the notebook (``grader.check("q1")``);
+  public checks kept in the notebook (``grader.check("q1")``): in its metadata, where otter-grader reads
+  them in Jupyter, and packed into its setup cell, which under Colab writes them to a folder and loads
+  them from there (:func:`add_colab_checks`: otter-grader 7 reads only test files under Colab, and a
+  Colab kernel cannot open its own notebook);
 * ``_build/problem-sets/psN_name/autograder/``: the solution notebook (model answers and rubrics
   included) and ``autograder.zip`` with the public and the hidden tests;
 
@@ -134,7 +137,7 @@ def _inputs(rng: random.Random | None) -> dict:
             rng.choice((0.25, 0.4, 0.5, 0.6, 0.75)),
         )
     return {
-        "lam": rng.choice((0.5, 2, 3, 4)),
+        "lam": _rate(rng),
         "ps1_seeds": (seed(), seed()),
         "ps1_scale": (rng.choice((2, 3)), rng.choice((-5, -2, 3, 7))),
         "ps1_tilts": (u(-4, -1), u(-1, -0.05), u(0.05, 0.5), u(0.5, 0.9), u(0.9, 0.98)),
@@ -143,8 +146,11 @@ def _inputs(rng: random.Random | None) -> dict:
         "ps2_tilts": (u(-3, -1), u(-1, -0.05), u(0.05, 0.2), u(0.2, 0.4), u(0.4, 0.48)),
         "ps2_infinite": (0.5, u(0.51, 0.8), u(0.8, 0.99)),
         "ps2_seed": seed(),
-        "ps2_lmax": rng.choice((0.2, 0.25, 0.3)),
-        "ps2_sim": (rng.choice((0.1, 0.15, 0.2)), rng.choice((500, 800, 1000, 1500)), seed()),
+        # lambda_max(M) up to 0.3: the Gauss-Hermite reference of set 2's question 2 was checked to 1e-10
+        # there; the simulation's tilt up to 0.2 lambda (4a < lambda, so its standard error is itself
+        # reliable) and L from 500: its hidden test wants the standard error below 6 % of C_1 at n = 4000
+        "ps2_lmax": u(0.2, 0.3),
+        "ps2_sim": (round(rng.uniform(0.1, 0.2), 3), rng.randrange(500, 1501, 50), seed()),
         "ps3_seeds": (seed(), seed(), seed()),
         "ps3_dims": (
             tuple(sorted(rng.sample(range(2, 10), 3))),
@@ -155,6 +161,27 @@ def _inputs(rng: random.Random | None) -> dict:
             for _ in range(3)
         ),
     }
+
+
+# A variant's rate of the exponential tokens is drawn log-uniformly from this range.
+RATES = (0.25, 4.0)
+
+
+def _rate(rng: random.Random) -> float:
+    """A variant's rate ``lam`` of the exponential tokens (sets 1 and 2): log-uniform on :data:`RATES`, to
+    three significant digits, and at least 5 % away from the default 1, so that every answer that scales
+    with the rate moves by far more than its hidden test's tolerance. Every question is scale-free in the
+    rate (its tilts are drawn in units of ``lam``), so any rate gives a solvable set; the range keeps the
+    numbers students see moderate (token means from 0.25 to 4) and the quadratures well conditioned."""
+    while True:
+        lam = float(f"{math.exp(rng.uniform(*map(math.log, RATES))):.3g}")
+        if abs(lam - 1) >= 0.05:
+            return lam
+
+
+def points_label(x: float) -> str:
+    """``x`` points in words: "1 point", "0.5 points", "2 points"."""
+    return f"{x:g} point" + ("" if x == 1 else "s")
 
 
 def exponential_correction(lam: float, a: float) -> float:
@@ -319,7 +346,7 @@ def rubric(name: str, variant: int | None = None) -> str:
             current = re.search(r"name:\s*(\S+)", src).group(1)
         elif cell.cell_type == "raw" and src == "# BEGIN SOLUTION" and qs[current]["manual"]:
             inside = True
-            lines += [f"## {current} ({qs[current]['points']:g} points, by hand)", ""]
+            lines += [f"## {current} ({points_label(qs[current]['points'])}, by hand)", ""]
         elif cell.cell_type == "raw" and src == "# END SOLUTION":
             inside = False
         elif inside and cell.cell_type == "markdown":
@@ -344,6 +371,83 @@ def pin_setup(nb, commit: str | None, name: str = "set"):
             1,
         )
     return nb
+
+
+GRADER = 'grader = otter.Notebook("{name}.ipynb")'
+COLAB_SETUP = """\
+# The public checks, written out for Colab (otter-grader reads checks from a folder of test files
+# there, while elsewhere it reads them from this notebook's metadata, which Colab's kernel cannot see):
+# the same checks as in the metadata, packed by tools/problem_sets.py (JSON, zlib, base64).
+{checks_name} = "{packed}"
+if "google.colab" in sys.modules:
+    import base64, json, os, zlib
+
+    os.makedirs("{folder}", exist_ok=True)
+    for _q, _test in json.loads(zlib.decompress(base64.b64decode({checks_name}))).items():
+        with open(os.path.join("{folder}", _q + ".py"), "w") as _f:
+            _f.write("OK_FORMAT = True\\n\\ntest = " + repr(_test) + "\\n")
+    grader = otter.Notebook(tests_dir="{folder}")
+else:
+    grader = otter.Notebook("{name}.ipynb")"""
+
+
+def colab_folder(name: str) -> str:
+    """The folder, next to the kernel's working directory, where a student notebook under Colab writes
+    its public checks."""
+    return f"{name}_checks"
+
+
+def pack_checks(tests: dict) -> str:
+    """The public checks of a student notebook (its ``metadata.otter.tests``) as one ASCII string."""
+    import base64
+    import zlib
+
+    return base64.b64encode(zlib.compress(json.dumps(tests, sort_keys=True).encode(), 9)).decode()
+
+
+def unpack_checks(packed: str) -> dict:
+    import base64
+    import zlib
+
+    return json.loads(zlib.decompress(base64.b64decode(packed)))
+
+
+def add_colab_checks(notebook: Path, name: str) -> None:
+    """Make the student notebook ``notebook`` of set ``name`` check answers under Colab too (in place).
+
+    otter-grader 7 reads a notebook's public checks from its metadata only when it can open the notebook
+    file; under Colab it refuses metadata checks and requires a folder of test files, and the kernel's
+    working directory holds neither the notebook nor such a folder. So the setup cell's
+    ``grader = otter.Notebook(...)`` line becomes: under Colab, write the public checks (carried, packed,
+    in the cell itself) to :func:`colab_folder` and load them from there; elsewhere, the line as it was.
+    Only public checks are packed: a hidden one in the metadata is an error."""
+    import nbformat
+
+    nb = nbformat.read(notebook, as_version=4)
+    tests = nb.metadata.get("otter", {}).get("tests")
+    if not tests:
+        raise SystemExit(f"problem_sets: {notebook} carries no checks in its metadata")
+    hidden = [
+        q
+        for q, spec in tests.items()
+        for suite in spec.get("suites", [])
+        for case in suite.get("cases", [])
+        if case.get("hidden")
+    ]
+    if hidden:
+        raise SystemExit(f"problem_sets: {notebook} carries hidden checks ({hidden})")
+    line = GRADER.format(name=name)
+    cells = [c for c in nb.cells if c.cell_type == "code" and line in c.source.splitlines()]
+    if len(cells) != 1:
+        raise SystemExit(f"problem_sets: {name} needs one setup cell with the line {line!r}")
+    block = COLAB_SETUP.format(
+        checks_name="PUBLIC_CHECKS",
+        packed=pack_checks(dict(tests)),
+        folder=colab_folder(name),
+        name=name,
+    )
+    cells[0].source = "\n".join(block if ln == line else ln for ln in cells[0].source.splitlines())
+    nbformat.write(nb, notebook)
 
 
 # --- building, publishing, grading ---------------------------------------------------------------------
@@ -381,6 +485,7 @@ def build(
     for path in (student, autograder):
         if not path.exists():
             raise SystemExit(f"problem_sets: otter assign wrote no {path}")
+    add_colab_checks(student, name)
     (result / "rubric.md").write_text(rubric(name, variant))
     return result
 
@@ -450,7 +555,7 @@ def publish(html_dir: Path) -> list[Path]:
             total, auto = points(name)
             items.append(
                 f'<li><a href="../problem-sets/{name}.ipynb" download>Problem set {n}</a>: '
-                f"<code>{html.escape(name)}.ipynb</code>, {total:g} points ({auto:g} autograded)</li>"
+                f"<code>{html.escape(name)}.ipynb</code>, {points_label(total)} ({auto:g} autograded)</li>"
             )
     zip_students(names, target, flat=True)
     items.append(
