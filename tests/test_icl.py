@@ -362,6 +362,32 @@ def test_balanced_initialisation(gen):
     assert abs(icl.initialisation_bound(SIGMA) - 0.418) < 1e-3  # value in the paper notes
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_a_small_balanced_start_has_risk_below_the_origin(seed):
+    """Lesson 5's proof sketch of Theorem 5.2: alpha^2 ||Sigma||_op < 2 puts R_inf(A(0), b(0)) below
+    R_inf(0, 0) = tr(Sigma) / 2, for any covariance and any rank of Theta; and the bound is sharp in
+    scale (a start far above it is not below the origin)."""
+    g = torch.Generator().manual_seed(seed)
+    d = int(torch.randint(1, 7, (1,), generator=g))
+    rank = int(torch.randint(1, d + 1, (1,), generator=g))
+    M = torch.randn(d, d, generator=g, dtype=torch.float64)
+    Sigma = M @ M.T + 0.05 * torch.eye(d, dtype=torch.float64)
+    norm = float(torch.linalg.eigvalsh(Sigma).max())
+    origin = icl.infinite_prompt_risk(
+        torch.zeros(d, d, dtype=torch.float64), torch.tensor(0.0, dtype=torch.float64), Sigma
+    )
+    assert abs(float(origin) - 0.5 * float(Sigma.trace())) < 1e-12 * float(Sigma.trace())
+    for frac in (0.05, 0.5, 0.999):
+        A0, b0 = icl.balanced_initialisation(d, math.sqrt(2 * frac / norm), rank=rank, generator=g)
+        risk0 = float(icl.infinite_prompt_risk(A0, b0, Sigma))
+        assert risk0 < float(origin), (
+            f"seed {seed}: alpha^2 ||Sigma|| = {2 * frac:.3f} < 2 but R(start) {risk0:.6g} >= "
+            f"R(origin) {float(origin):.6g}"
+        )
+    A0, b0 = icl.balanced_initialisation(d, 10 * math.sqrt(2 / norm), rank=rank, generator=g)
+    assert float(icl.infinite_prompt_risk(A0, b0, Sigma)) > float(origin)
+
+
 @pytest.mark.slow  # 3 s of CPU per start: left to `make test`
 @pytest.mark.parametrize("alpha", [0.1, 0.5, 1.0, 3.0, 10.0])
 def test_infinite_flow_converges_to_bayes_optimum_and_keeps_balance(gen, alpha):
