@@ -23,7 +23,11 @@ graded locally without Docker.
   directory), each student version writes its public checks from its setup cell and runs them.
 * Each derivation whose code a quadrature, automatic differentiation or a numerical minimisation can
   pass has a question graded by hand ("show your derivation") that says so.
-* ``--grade --csv FILE`` writes a gradebook: one row per submission, each question's points, the totals.
+* ``--grade --csv FILE`` writes a gradebook: one row per submission, each question's points awarded
+  (empty for those graded by hand), then auto_awarded, auto_possible, an empty manual_awarded,
+  manual_possible and total_possible: no column shows points possible under a name without "_possible".
+* ``autograder.zip`` lists torch, scipy and softlin (at the commit the set installs) among its
+  requirements, for Gradescope, which builds its own environment from the zip.
 * The site hosts the student versions and nothing else of the sets (``problem_sets.publish``, run by
   ``tools/build_book.py``): three notebooks and their zip, listed on the instructor page.
 * Variants (``--variant SEED``): the numerical inputs are placeholders in the sources; without a variant
@@ -187,7 +191,7 @@ def test_the_gradebook_has_a_row_per_submission(tmp_path):
     result = {
         "questions": {q["name"]: (q["points"] / 2, q["points"]) for q in auto},
         "auto": (sum(q["points"] for q in auto) / 2, sum(q["points"] for q in auto)),
-        "manual": {q["name"]: q["points"] for q in qs if q["manual"]},
+        "manual_possible": {q["name"]: q["points"] for q in qs if q["manual"]},
     }
     path = tmp_path / "grades.csv"
     problem_sets.write_gradebook(path, "ps1_measures", [("a.ipynb", result), ("b.ipynb", result)])
@@ -195,8 +199,16 @@ def test_the_gradebook_has_a_row_per_submission(tmp_path):
     assert [r["file"] for r in rows] == ["a.ipynb", "b.ipynb"]
     for q in qs:  # the autograded points per question; the manual ones left for the grader
         assert rows[0][q["name"]] == ("" if q["manual"] else f"{q['points'] / 2:g}"), q
-    assert float(rows[0]["autograded"]) == 2 and float(rows[0]["autograded_possible"]) == 4
-    assert float(rows[0]["by_hand_possible"]) == 6
+    assert list(rows[0])[len(qs) + 1 :] == [
+        "auto_awarded",
+        "auto_possible",
+        "manual_awarded",
+        "manual_possible",
+        "total_possible",
+    ]
+    assert float(rows[0]["auto_awarded"]) == 2 and float(rows[0]["auto_possible"]) == 4
+    assert rows[0]["manual_awarded"] == ""  # for the grader to fill in
+    assert float(rows[0]["manual_possible"]) == 6 and float(rows[0]["total_possible"]) == 10
 
 
 @pytest.mark.parametrize("seed", [None, 1, 2, VARIANT])
@@ -235,6 +247,22 @@ def test_the_built_sets_pin_softlin_to_a_commit():
         code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
         assert f"git+{url}@{commit} " in code and f"git+{url}@main" not in code, name
         assert f"commit {commit[:12]}" in code, name
+
+
+def test_the_autograder_config_lists_what_the_sets_import():
+    """autograder.zip builds its own environment on Gradescope: the assignment config lists torch,
+    scipy and softlin at the commit the setup cell installs."""
+    import jupytext
+
+    url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    for name in SETS:
+        nb = jupytext.read(problem_sets.SOURCES / f"{name}.md")
+        problem_sets.add_requirements(problem_sets.pin_setup(nb, commit, name), name)
+        config = yaml.safe_load(nb.cells[0].source)
+        assert config["requirements"] == ["torch", "scipy", f"softlin @ git+{url}@{commit}"], name
+        with pytest.raises(SystemExit, match="adds them"):  # not twice
+            problem_sets.add_requirements(nb, name)
 
 
 def test_the_site_gets_the_student_versions_and_nothing_else(tmp_path):
@@ -411,6 +439,11 @@ def test_the_sets_build_and_grade_without_docker(built, tmp_path):
         assert "SOLUTION" not in code and "mu4 - 3 * var**2" not in code, name
         assert "hidden: true" not in json.dumps(student["metadata"]), f"{name}: hidden tests leak"
         assert "**Rubric" in (result / "rubric.md").read_text()
+        with zipfile.ZipFile(result / "autograder" / "autograder.zip") as z:
+            env = yaml.safe_load(z.read("environment.yml"))
+        pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+        assert "torch" in pip and "scipy" in pip, (name, pip)
+        assert any(p.startswith("softlin @ git+") for p in pip), (name, pip)
         solution = problem_sets.grade(name, result / "autograder" / f"{name}.ipynb", built)
         blank = problem_sets.grade(name, result / "student" / f"{name}.ipynb", built)
         assert solution["auto"][0] == solution["auto"][1] > 0, (name, solution)
@@ -418,7 +451,7 @@ def test_the_sets_build_and_grade_without_docker(built, tmp_path):
         report[name] = {
             "solution": solution["auto"],
             "blank": blank["auto"],
-            "manual": solution["manual"],
+            "manual_possible": solution["manual_possible"],
         }
     # a submission saved under another name (the setup cell opens <name>.ipynb) grades the same
     renamed = tmp_path / "alice.ipynb"
@@ -442,8 +475,10 @@ def test_the_sets_build_and_grade_without_docker(built, tmp_path):
     rows = list(csv.DictReader(gradebook.open()))
     assert [r["file"] for r in rows] == [str(solution), str(blank)], rows
     assert (
-        rows[0]["autograded"] == rows[0]["autograded_possible"] == "4"
-        and rows[1]["autograded"] == "0"
+        rows[0]["auto_awarded"] == rows[0]["auto_possible"] == "4"
+        and rows[1]["auto_awarded"] == "0"
+        and rows[1]["manual_awarded"] == ""
+        and rows[1]["total_possible"] == "10"
     )
     assert rows[0]["q1"] == "2" and rows[0]["q1a"] == "", rows[0]
     path = ROOT / "_build" / "kit-report.json"

@@ -55,11 +55,19 @@ and rubrics never reach the site.
 
 Grading runs the submission in this environment (``otter.api.grade_submission``: no container, no
 network; softlin and torch must be installed, as ``make install`` does), and prints the points of each
-question; the manually graded questions are listed with their points, to be graded by hand with the
-rubric. ``--csv FILE`` also writes a gradebook (:func:`write_gradebook`): one row per submission, the
-autograded points of each question, an empty column for each question graded by hand, and the totals.
-The ``autograder.zip`` that ``otter assign`` writes does not list torch, scipy or softlin among its
-requirements, so it does not run on Gradescope as it is: grade locally, with ``--grade``. Why otter-grader rather than nbgrader: one source notebook gives the student version and the
+question awarded and possible; the manually graded questions are listed with their points possible, to be
+graded by hand with the rubric (the JSON line's ``manual_possible``). ``--csv FILE`` also writes a gradebook
+(:func:`write_gradebook`): one row per submission, the points the autograder awarded on each question, an
+empty column for each question graded by hand, then ``auto_awarded``, ``auto_possible``, an empty
+``manual_awarded``, ``manual_possible`` and ``total_possible``.
+
+``autograder.zip`` is otter's autograder for Gradescope, which builds its own environment from the zip:
+:func:`add_requirements` makes the zip list torch, scipy and softlin (installed by pip from the
+repository at the commit the student notebooks install, which needs git where the image is built) beside
+otter's own requirements. That path is not run by the tests here, which check only that the zip lists
+them; book/instructor.md says how to check it on Gradescope before relying on it.
+
+Why otter-grader rather than nbgrader: one source notebook gives the student version and the
 autograder, with public and hidden tests and points per test case, in the notebook format students
 already use; grading needs neither a course database nor Jupyter server extensions, and otter runs the
 tests without Docker.
@@ -373,6 +381,43 @@ def pin_setup(nb, commit: str | None, name: str = "set"):
     return nb
 
 
+SOFTLIN_URL = re.compile(r"%pip install -q (git\+\S+)")
+AUTOGRADER_PACKAGES = ("torch", "scipy")
+
+
+def add_requirements(nb, name: str = "set"):
+    """Make the assignment config of ``nb`` (its ``# ASSIGNMENT CONFIG`` raw cell) list the packages the
+    sets import, so that ``otter assign`` puts them in ``autograder.zip`` (in place; run after
+    :func:`pin_setup`). otter's own requirements (otter-grader) are kept, and these are added: torch,
+    scipy and ``softlin`` from the same URL and commit as the setup cell's install. They matter only
+    where the zip builds its own environment (Gradescope); ``--grade`` uses this one."""
+    configs = [
+        c for c in nb.cells if c.cell_type == "raw" and c.source.startswith("# ASSIGNMENT CONFIG")
+    ]
+    if len(configs) != 1:
+        raise SystemExit(f"problem_sets: {name} needs one raw cell '# ASSIGNMENT CONFIG'")
+    if re.search(r"^requirements:", configs[0].source, re.M):
+        raise SystemExit(
+            f"problem_sets: {name} lists requirements in its assignment config; "
+            "tools/problem_sets.py adds them (add_requirements)"
+        )
+    urls = {
+        m.group(1)
+        for c in nb.cells
+        if c.cell_type == "code"
+        for m in SOFTLIN_URL.finditer(c.source)
+    }
+    if len(urls) != 1:
+        raise SystemExit(f"problem_sets: {name} needs one setup cell that pip installs softlin")
+    packages = [*AUTOGRADER_PACKAGES, f"softlin @ {urls.pop()}"]
+    configs[0].source = (
+        configs[0].source.rstrip("\n")
+        + "\nrequirements:\n"
+        + "".join(f"  - {json.dumps(p)}\n" for p in packages)
+    )
+    return nb
+
+
 GRADER = 'grader = otter.Notebook("{name}.ipynb")'
 COLAB_SETUP = """\
 # The public checks, written out for Colab (otter-grader reads checks from a folder of test files
@@ -473,6 +518,7 @@ def build(
     nb = read_notebook(name, variant)
     nb.metadata.pop("jupytext", None)
     pin_setup(nb, checkout_commit(ROOT) if commit is None else (commit or None), name)
+    add_requirements(nb, name)
     master = master_dir / f"{name}.ipynb"
     nbformat.write(nb, master)
     result = out / name
@@ -515,6 +561,8 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "",
         f"Grade a submission (no Docker): `.venv/bin/python tools/problem_sets.py {grade} NAME FILE.ipynb`.",
         "Each set's rubric.md gives the points per question and the rubrics of the questions graded by hand.",
+        "Each autograder.zip is also otter's Gradescope autograder (a Programming Assignment's autograder "
+        "configuration); the instructor page of the book says how to check it there first.",
         "",
     ]
     (out / "README.md").write_text("\n".join(lines))
@@ -573,8 +621,11 @@ def publish(html_dir: Path) -> list[Path]:
 
 def grade(name: str, submission: Path, out: Path = OUT, variant: int | None = None) -> dict:
     """Grade one submission against the set's autograder (public and hidden tests), in this Python
-    environment; return ``{"questions": {q: (score, possible)}, "auto": (score, possible),
-    "manual": {q: possible}}``. ``out`` and ``variant`` must be those of the build."""
+    environment; return ``{"questions": {q: (awarded, possible)}, "auto": (awarded, possible),
+    "manual_possible": {q: possible}}``: the autograded questions with their points awarded and
+    possible, their totals, and the points possible of each question graded by hand (nothing is awarded
+    for those here: they are graded with the rubric). ``out`` and ``variant`` must be those of the
+    build."""
     from otter.api import grade_submission
 
     autograder = out / name / "autograder" / "autograder.zip"
@@ -599,15 +650,22 @@ def grade(name: str, submission: Path, out: Path = OUT, variant: int | None = No
     return {
         "questions": scores,
         "auto": (sum(s for s, _ in scores.values()), sum(p for _, p in scores.values())),
-        "manual": {q["name"]: q["points"] for q in qs.values() if q["manual"]},
+        "manual_possible": {q["name"]: q["points"] for q in qs.values() if q["manual"]},
     }
 
 
 def write_gradebook(path: Path, name: str, graded: list[tuple[str, dict]]) -> None:
     """Write ``path``, a CSV gradebook of set ``name``: one row per submission (``graded``: pairs of the
-    file and its :func:`grade` result) with the points of each question in the set's order (empty for
-    a question graded by hand, to be filled in), the autograded total, the points possible, and the
-    manual points possible."""
+    file and its :func:`grade` result). Every column holds points awarded unless its name ends in
+    ``_possible``:
+
+    * ``file``;
+    * one column per question, in the set's order, named by the question: the points the autograder
+      awarded, or empty for a question graded by hand (the grader fills in the points awarded);
+    * ``auto_awarded`` and ``auto_possible``: the autograded questions' totals;
+    * ``manual_awarded`` (empty, for the grader: the sum of the questions graded by hand) and
+      ``manual_possible``;
+    * ``total_possible``: the set's points, autograded and by hand."""
     qs = questions(name)
     with open(path, "w", newline="") as f:
         out = csv.writer(f)
@@ -615,15 +673,28 @@ def write_gradebook(path: Path, name: str, graded: list[tuple[str, dict]]) -> No
             [
                 "file",
                 *(q["name"] for q in qs),
-                "autograded",
-                "autograded_possible",
-                "by_hand_possible",
+                "auto_awarded",
+                "auto_possible",
+                "manual_awarded",
+                "manual_possible",
+                "total_possible",
             ]
         )
         for file, r in graded:
             cells = ["" if q["manual"] else f"{r['questions'][q['name']][0]:g}" for q in qs]
-            manual = sum(r["manual"].values())
-            out.writerow([file, *cells, f"{r['auto'][0]:g}", f"{r['auto'][1]:g}", f"{manual:g}"])
+            awarded, possible = r["auto"]
+            manual = sum(r["manual_possible"].values())
+            out.writerow(
+                [
+                    file,
+                    *cells,
+                    f"{awarded:g}",
+                    f"{possible:g}",
+                    "",
+                    f"{manual:g}",
+                    f"{possible + manual:g}",
+                ]
+            )
 
 
 def main(argv=None) -> int:
@@ -640,7 +711,8 @@ def main(argv=None) -> int:
         default=None,
         metavar="FILE",
         help="with --grade: also write a gradebook, one row per submission (file, each question's "
-        "points, totals)",
+        "points awarded, empty for those graded by hand, then auto_awarded, auto_possible, "
+        "manual_awarded (empty), manual_possible, total_possible)",
     )
     ap.add_argument(
         "--variant",
@@ -664,9 +736,10 @@ def main(argv=None) -> int:
             r = grade(args.names[0], Path(path), out, args.variant)
             graded.append((path, r))
             detail = ", ".join(f"{q} {s:g}/{p:g}" for q, (s, p) in r["questions"].items())
-            manual = ", ".join(f"{q} /{p:g}" for q, p in r["manual"].items())
+            manual = ", ".join(f"{q} ?/{p:g}" for q, p in r["manual_possible"].items())
             print(
-                f"{path}: autograded {r['auto'][0]:g}/{r['auto'][1]:g} ({detail}); by hand: {manual}"
+                f"{path}: autograded {r['auto'][0]:g}/{r['auto'][1]:g} ({detail}); "
+                f"to grade by hand: {manual}"
             )
             print(json.dumps(r))
         if args.csv:
