@@ -609,3 +609,25 @@ def test_zero_block_size_is_zero_for_the_reduced_model_and_scale_free(gen):
     assert torch.allclose(experiment.zero_block_size(-2.5 * U2, 0.1 * c2), size, rtol=1e-14)
     with pytest.raises(ValueError, match=r"v must have shape|and v"):
         experiment.zero_block_size(U2, c2[:, :5])
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_large_prompt_constants_see_the_covariance_only_through_its_trace(seed):
+    """Lesson 6 (Proposition 6.1 and the solution of ex-ch6-tilt): in c = r^2 / b*^2 the closed form of
+    Phi involves Sigma only through tr Sigma, so C_soft, C_lin and the best c agree for covariances of one
+    trace, while the best tilt r* itself moves with b*. Both routes minimise numerically, so they agree to
+    the optimiser's tolerance (1e-6 relative is far above it and far below any real difference)."""
+    g = torch.Generator().manual_seed(seed)
+    d = 5
+    M = torch.randn(d, d, generator=g, dtype=torch.float64)
+    Sigma = M @ M.T + 0.1 * torch.eye(d, dtype=torch.float64)
+    Sigma = Sigma * (d / float(Sigma.trace()))  # trace d, like the KMS covariance
+    ref = icl.large_prompt_constants(icl.kms_covariance(d, 0.5), tau2=0.2, noise_var=0.1)
+    got = icl.large_prompt_constants(Sigma, tau2=0.2, noise_var=0.1)
+    for name in ("softmax", "linear", "ratio"):
+        a, b = getattr(got, name), getattr(ref, name)
+        assert abs(a / b - 1) < 1e-6, f"seed {seed}: {name} {a:.8g} vs KMS {b:.8g} at equal trace"
+    c_got = got.tilt**2 / float(icl.bayes_optimal_parameters(Sigma)[1]) ** 2
+    c_ref = ref.tilt**2 / float(icl.bayes_optimal_parameters(icl.kms_covariance(d, 0.5))[1]) ** 2
+    assert abs(c_got / c_ref - 1) < 1e-4, f"seed {seed}: best c {c_got:.6g} vs {c_ref:.6g}"
+    assert abs(got.tilt - ref.tilt) > 1e-3, "the best tilt r* should move with b*"
