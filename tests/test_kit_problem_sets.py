@@ -352,6 +352,23 @@ WRONG = {
         "    c = best_tilt(d)\n"
         "    return (1 - c) / (c * (1 - 2 * c) ** (d / 2 + 1) * (d + 1))\n",
     ),
+    # l and k right, the second correction left at 0: the points for l and k, not those for k2
+    "ps3 q3 the second correction missed": (
+        "ps3_regression",
+        "q3",
+        "# BEGIN SOLUTION NO PROMPT",
+        "ratio_limit, ratio_correction, ratio_second = math.e, 1.0, 0.0\n",
+    ),
+}
+
+# Answers at exactly the precision a question asks for: full marks on it (set, question, cell, answer).
+ROUNDED = {
+    "ps3 q3 to three and two significant digits": (
+        "ps3_regression",
+        "q3",
+        "# BEGIN SOLUTION NO PROMPT",
+        "ratio_limit, ratio_correction, ratio_second = 2.72, 1.00, -0.67\n",
+    ),
 }
 
 
@@ -407,12 +424,6 @@ SHORTCUTS = {
         "def noisy_ratio(d, rho):\n"
         "    return icl.large_prompt_constants(torch.eye(d), noise_var=rho * d).ratio\n",
     ),
-    "ps3 q3 the guesses e and 1": (
-        "ps3_regression",
-        "q3",
-        "# BEGIN SOLUTION NO PROMPT",
-        "ratio_limit, ratio_correction, ratio_second = math.e, 1.0, 0.0\n",
-    ),
 }
 
 
@@ -467,6 +478,10 @@ def test_the_sets_build_and_grade_without_docker(built, tmp_path):
         assert 0 < score < possible, (label, wrong)
         assert wrong["auto"][0] < wrong["auto"][1], (label, wrong)
         report[f"{name} ({label})"] = {"wrong": wrong["auto"], question: (score, possible)}
+    for label, (name, question, starts, source) in ROUNDED.items():
+        rounded = problem_sets.grade(name, _replace(built, tmp_path, name, starts, source), built)
+        score, possible = rounded["questions"][question]
+        assert score == possible > 0, (label, rounded)
     gradebook = tmp_path / "grades.csv"
     solution = built / "ps1_measures" / "autograder" / "ps1_measures.ipynb"
     blank = built / "ps1_measures" / "student" / "ps1_measures.ipynb"
