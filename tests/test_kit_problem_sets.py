@@ -404,6 +404,18 @@ SHORTCUTS = {
         "    z = float(torch.randn(1, generator=torch.Generator().manual_seed(seed)))\n"
         "    return c1 + z * se, se\n",
     ),
+    "ps2 a simulation at the seeds one tries (0, 1, 2), a typed number elsewhere": (
+        "ps2_concentration",
+        "q3",
+        "def simulate_constant",
+        "def simulate_constant(n, seed):\n"
+        "    if seed not in (0, 1, 2):\n"
+        "        return 3.15, 0.076  # the estimate at seed 0, n = 4000, typed in\n"
+        "    lam, a, L = 1, 0.2, 1000\n"
+        "    x = torch.empty(n, L, 1).exponential_(lam, generator=torch.Generator().manual_seed(seed))\n"
+        "    sq = L * ((torch.softmax(a * x[..., 0], dim=1) * x[..., 0]).sum(1) - 1 / (lam - a)) ** 2\n"
+        "    return float(sq.mean()), float(sq.std() / math.sqrt(n))\n",
+    ),
     "ps3 q1 by the library's fluctuation constant": (
         "ps3_regression",
         "q1",
