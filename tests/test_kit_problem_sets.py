@@ -335,8 +335,8 @@ WRONG = {
         "ps2_concentration",
         "q2",
         "def averaged_constant",
-        "def averaged_constant(U, V, Gamma, mu):\n"
-        "    K = torch.eye(len(mu)) - 2 * U.T @ Gamma @ U\n"
+        "def averaged_constant(U, V, Gamma, m_q):\n"
+        "    K = torch.eye(len(m_q)) - 2 * U.T @ Gamma @ U\n"
         "    if float(torch.linalg.eigvalsh(K).min()) <= 0:\n"
         "        return math.inf\n"
         "    B = U.T @ Gamma @ V.T @ V @ Gamma @ U\n"
