@@ -119,6 +119,22 @@ def _outline(tmp_path: Path, slides_: list) -> None:
     (tmp_path / "outlines" / "99_small.yml").write_text(yaml.safe_dump({"slides": slides_}))
 
 
+def test_citations_read_as_authors_and_year():
+    """A {cite} role on a slide names the authors and the year from book/references.bib, never its key;
+    an unknown key stops the build."""
+    r = slides.Renderer(slides.Lesson("x", 7, "x", "source"))
+    assert r.text("see {cite}`bohbot2025token`") == "see (Bohbot et al., 2025)"
+    assert r.text("{cite:t}`boursier2026softmax`") == "Boursier and Boyer (2026)"
+    assert (
+        r.text("{cite:p}`owen2013monte,sander2022sinkformers`")
+        == "(Owen, 2013; Sander et al., 2022)"
+    )
+    keys = set(slides.bibliography())
+    assert len(keys) == (ROOT / "book" / "references.bib").read_text().count("\n@") + 1
+    with pytest.raises(slides.OutlineError, match="nokey2000"):
+        r.text("{cite}`nokey2000`")
+
+
 def test_the_builder_draws_the_lesson_s_own_items(tmp_path, monkeypatch):
     stage = _mini_stage(tmp_path)
     monkeypatch.setattr(slides, "OUTLINES", tmp_path / "outlines")
