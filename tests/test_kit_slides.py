@@ -148,6 +148,12 @@ def test_the_builder_draws_the_lesson_s_own_items(tmp_path, monkeypatch):
     )
     deck = slides.build_deck("99_small", stage, 9, write=False)
     assert deck["slides"] == 4 and deck["figures"] == ["fig-x.png"]
+    # the figure is a reveal.js fragment: it shows on the next key press, after the room's prediction
+    lesson_page = stage / "_build" / "html" / "book" / "99_small.html"
+    lesson_page.parent.mkdir(parents=True)
+    lesson_page.write_text("<html><body><h1>A small lesson</h1></body></html>")
+    page = slides.build_deck("99_small", stage, 9)["path"].read_text()
+    assert page.count("<figure") == page.count('<figure class="fragment"') == 1
 
 
 def test_printed_numbers_and_exercises_worded_for_the_room(tmp_path, monkeypatch):
@@ -216,8 +222,10 @@ MEASURE_JS = """() => {
   const errors = s.querySelectorAll('mjx-merror, [data-mjx-error]').length;
   const raw = /\\\\\\(|\\\\\\[|\\$\\$/.test(s.innerText);
   const images = [...s.querySelectorAll('img')];
+  const figures = [...s.querySelectorAll('figure')];
+  const shown = figures.filter(f => getComputedStyle(f).visibility !== 'hidden').length;
   return {height: Math.max(bottom, s.scrollHeight), width: Math.max(right, s.scrollWidth),
-          maths, typeset, errors, raw,
+          maths, typeset, errors, raw, figures: figures.length, shown,
           images: images.length, broken: images.filter(i => !i.complete || i.naturalWidth === 0).length};
 }"""
 
@@ -249,9 +257,13 @@ def decks(built_book):
             n = page.evaluate("() => Reveal.getTotalSlides()")
             measured = []
             for i in range(n):
-                page.evaluate(f"() => Reveal.slide({i})")
+                # the slide as it opens (its figure hidden, a fragment), then revealed: measured revealed
+                page.evaluate(f"() => Reveal.slide({i}, 0, -1)")
                 page.wait_for_timeout(50)
-                measured.append(page.evaluate(MEASURE_JS))
+                before = page.evaluate(MEASURE_JS)["shown"]
+                page.evaluate("() => { while (Reveal.nextFragment()) {} }")
+                page.wait_for_timeout(250)
+                measured.append({**page.evaluate(MEASURE_JS), "shown_before": before})
             printed = context.new_page()
             printed.goto(deck.as_uri() + "?print-pdf", wait_until="load")
             printed.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=60_000)
@@ -306,6 +318,11 @@ def test_the_deck_fits_its_frame_typesets_its_formulas_and_needs_no_network(deck
             )
         if m["broken"]:
             problems.append(f"{where}: {m['broken']} of {m['images']} images did not load")
+        if m["figures"] and (m["shown_before"] or m["shown"] < m["figures"]):
+            problems.append(
+                f"{where}: a figure is not a fragment ({m['shown_before']} of {m['figures']} shown "
+                f"as the slide opens, {m['shown']} after the key presses)"
+            )
     outside = [u for u in d["requests"] if not u.startswith(("file:", "data:"))]
     assert not outside, f"{md.stem}: requests that leave the machine: {outside}"
     assert not d["errors"], f"{md.stem}: JavaScript errors {d['errors']}"

@@ -514,7 +514,9 @@ def _render_slide(lesson: Lesson, r: Renderer, slide: dict, where: str, rel: str
             classes.append("has-figure")
             first, rest = first_sentence(" ".join(caption.split()))
             parts.append(
-                f'<figure data-label="{label}"><img src="{rel}/{label}.png" '
+                # a fragment: the figure appears on the next key press, once the room has predicted
+                # it (the notes ask for that); it takes its room from the start, and prints shown
+                f'<figure class="fragment" data-label="{label}"><img src="{rel}/{label}.png" '
                 f'data-width="{w}" data-height="{h}" '
                 f'alt="{html.escape(alt, quote=True)}"><figcaption><span class="fig-number">'
                 f"Figure {lesson.number}.{n}.</span> {r.inline(first)}</figcaption></figure>"
