@@ -345,3 +345,20 @@ def test_the_lessons_and_the_instructor_page_link_the_decks(decks):
         assert f"../slides/{md.stem}.html" in instructor, (
             f"the instructor page does not link {md.stem}"
         )
+
+
+def test_the_deck_list_counts_slides_as_the_plan_does(tmp_path):
+    """The instructor page's list of decks counts the slides after the title slide, as the plan's table
+    does (reveal.js's counter, which counts the title slide too, shows one more)."""
+    html = tmp_path / "html"
+    (html / "book").mkdir(parents=True)
+    (html / "slides").mkdir()
+    (html / "book" / "instructor.html").write_text(
+        '<div id="slide-decks" class="slide-decks"><p>filled in by the build</p></div>'
+    )
+    stem = LESSONS[0].stem
+    (html / "slides" / f"{stem}.html").write_text(
+        "<section>title</section>" + "<section>x</section>" * 9
+    )
+    assert slides.list_on_instructor_page(html) == 1
+    assert "(a title slide and 9 slides; " in (html / "book" / "instructor.html").read_text()

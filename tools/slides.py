@@ -754,11 +754,12 @@ def list_on_instructor_page(html_dir: Path) -> int:
     for n, md in enumerate(lessons(ROOT), 1):
         deck = html_dir / "slides" / f"{md.stem}.html"
         if deck.exists():
-            count = deck.read_text(encoding="utf-8").count("<section")
+            # the slides after the title slide, as the plan on the page counts them
+            count = deck.read_text(encoding="utf-8").count("<section") - 1
             title = html.escape(chapter_title(md))
             items.append(
-                f'<li><a href="../slides/{md.stem}.html">Lesson {n}: {title}</a> ({count} slides; '
-                f'<a href="../slides/{md.stem}.html?print-pdf">print view</a>)</li>'
+                f'<li><a href="../slides/{md.stem}.html">Lesson {n}: {title}</a> (a title slide and '
+                f'{count} slides; <a href="../slides/{md.stem}.html?print-pdf">print view</a>)</li>'
             )
     block = '<div id="slide-decks" class="slide-decks"><ul>' + "".join(items) + "</ul></div>"
     page.write_text(DECK_LIST.sub(lambda _: block, text, count=1), encoding="utf-8")
