@@ -40,6 +40,9 @@ def test_every_lesson_has_a_slide_outline(md):
         assert set(slide) - {"notes", "title"}, (
             f"{outline.name}, slide {i}: shows nothing but a title"
         )
+        assert str(slide.get("notes", "")).strip(), (
+            f"{outline.name}, slide {i}: no presenter notes (say what to tell the room and what to ask)"
+        )
         if "exercises" in slide:
             assert str(slide.get("notes", "")).strip(), (
                 f"{outline.name}, slide {i}: an exercise slide needs presenter notes (what to ask, "
