@@ -335,8 +335,8 @@ WRONG = {
         "ps2_concentration",
         "q2",
         "def averaged_constant",
-        "def averaged_constant(U, V, Gamma, mu):\n"
-        "    K = torch.eye(len(mu)) - 2 * U.T @ Gamma @ U\n"
+        "def averaged_constant(U, V, Gamma, m_q):\n"
+        "    K = torch.eye(len(m_q)) - 2 * U.T @ Gamma @ U\n"
         "    if float(torch.linalg.eigvalsh(K).min()) <= 0:\n"
         "        return math.inf\n"
         "    B = U.T @ Gamma @ V.T @ V @ Gamma @ U\n"
@@ -351,6 +351,23 @@ WRONG = {
         "def best_ratio(d):\n"
         "    c = best_tilt(d)\n"
         "    return (1 - c) / (c * (1 - 2 * c) ** (d / 2 + 1) * (d + 1))\n",
+    ),
+    # l and k right, the second correction left at 0: the points for l and k, not those for k2
+    "ps3 q3 the second correction missed": (
+        "ps3_regression",
+        "q3",
+        "# BEGIN SOLUTION NO PROMPT",
+        "ratio_limit, ratio_correction, ratio_second = math.e, 1.0, 0.0\n",
+    ),
+}
+
+# Answers at exactly the precision a question asks for: full marks on it (set, question, cell, answer).
+ROUNDED = {
+    "ps3 q3 to three and two significant digits": (
+        "ps3_regression",
+        "q3",
+        "# BEGIN SOLUTION NO PROMPT",
+        "ratio_limit, ratio_correction, ratio_second = 2.72, 1.00, -0.67\n",
     ),
 }
 
@@ -387,6 +404,18 @@ SHORTCUTS = {
         "    z = float(torch.randn(1, generator=torch.Generator().manual_seed(seed)))\n"
         "    return c1 + z * se, se\n",
     ),
+    "ps2 a simulation at the seeds one tries (0, 1, 2), a typed number elsewhere": (
+        "ps2_concentration",
+        "q3",
+        "def simulate_constant",
+        "def simulate_constant(n, seed):\n"
+        "    if seed not in (0, 1, 2):\n"
+        "        return 3.15, 0.076  # the estimate at seed 0, n = 4000, typed in\n"
+        "    lam, a, L = 1, 0.2, 1000\n"
+        "    x = torch.empty(n, L, 1).exponential_(lam, generator=torch.Generator().manual_seed(seed))\n"
+        "    sq = L * ((torch.softmax(a * x[..., 0], dim=1) * x[..., 0]).sum(1) - 1 / (lam - a)) ** 2\n"
+        "    return float(sq.mean()), float(sq.std() / math.sqrt(n))\n",
+    ),
     "ps3 q1 by the library's fluctuation constant": (
         "ps3_regression",
         "q1",
@@ -406,12 +435,6 @@ SHORTCUTS = {
         "def noisy_ratio",
         "def noisy_ratio(d, rho):\n"
         "    return icl.large_prompt_constants(torch.eye(d), noise_var=rho * d).ratio\n",
-    ),
-    "ps3 q3 the guesses e and 1": (
-        "ps3_regression",
-        "q3",
-        "# BEGIN SOLUTION NO PROMPT",
-        "ratio_limit, ratio_correction, ratio_second = math.e, 1.0, 0.0\n",
     ),
 }
 
@@ -467,6 +490,10 @@ def test_the_sets_build_and_grade_without_docker(built, tmp_path):
         assert 0 < score < possible, (label, wrong)
         assert wrong["auto"][0] < wrong["auto"][1], (label, wrong)
         report[f"{name} ({label})"] = {"wrong": wrong["auto"], question: (score, possible)}
+    for label, (name, question, starts, source) in ROUNDED.items():
+        rounded = problem_sets.grade(name, _replace(built, tmp_path, name, starts, source), built)
+        score, possible = rounded["questions"][question]
+        assert score == possible > 0, (label, rounded)
     gradebook = tmp_path / "grades.csv"
     solution = built / "ps1_measures" / "autograder" / "ps1_measures.ipynb"
     blank = built / "ps1_measures" / "student" / "ps1_measures.ipynb"

@@ -40,6 +40,9 @@ def test_every_lesson_has_a_slide_outline(md):
         assert set(slide) - {"notes", "title"}, (
             f"{outline.name}, slide {i}: shows nothing but a title"
         )
+        assert str(slide.get("notes", "")).strip(), (
+            f"{outline.name}, slide {i}: no presenter notes (say what to tell the room and what to ask)"
+        )
         if "exercises" in slide:
             assert str(slide.get("notes", "")).strip(), (
                 f"{outline.name}, slide {i}: an exercise slide needs presenter notes (what to ask, "
@@ -119,6 +122,22 @@ def _outline(tmp_path: Path, slides_: list) -> None:
     (tmp_path / "outlines" / "99_small.yml").write_text(yaml.safe_dump({"slides": slides_}))
 
 
+def test_citations_read_as_authors_and_year():
+    """A {cite} role on a slide names the authors and the year from book/references.bib, never its key;
+    an unknown key stops the build."""
+    r = slides.Renderer(slides.Lesson("x", 7, "x", "source"))
+    assert r.text("see {cite}`bohbot2025token`") == "see (Bohbot et al., 2025)"
+    assert r.text("{cite:t}`boursier2026softmax`") == "Boursier and Boyer (2026)"
+    assert (
+        r.text("{cite:p}`owen2013monte,sander2022sinkformers`")
+        == "(Owen, 2013; Sander et al., 2022)"
+    )
+    keys = set(slides.bibliography())
+    assert len(keys) == (ROOT / "book" / "references.bib").read_text().count("\n@") + 1
+    with pytest.raises(slides.OutlineError, match="nokey2000"):
+        r.text("{cite}`nokey2000`")
+
+
 def test_the_builder_draws_the_lesson_s_own_items(tmp_path, monkeypatch):
     stage = _mini_stage(tmp_path)
     monkeypatch.setattr(slides, "OUTLINES", tmp_path / "outlines")
@@ -132,6 +151,12 @@ def test_the_builder_draws_the_lesson_s_own_items(tmp_path, monkeypatch):
     )
     deck = slides.build_deck("99_small", stage, 9, write=False)
     assert deck["slides"] == 4 and deck["figures"] == ["fig-x.png"]
+    # the figure is a reveal.js fragment: it shows on the next key press, after the room's prediction
+    lesson_page = stage / "_build" / "html" / "book" / "99_small.html"
+    lesson_page.parent.mkdir(parents=True)
+    lesson_page.write_text("<html><body><h1>A small lesson</h1></body></html>")
+    page = slides.build_deck("99_small", stage, 9)["path"].read_text()
+    assert page.count("<figure") == page.count('<figure class="fragment"') == 1
 
 
 def test_printed_numbers_and_exercises_worded_for_the_room(tmp_path, monkeypatch):
@@ -200,8 +225,10 @@ MEASURE_JS = """() => {
   const errors = s.querySelectorAll('mjx-merror, [data-mjx-error]').length;
   const raw = /\\\\\\(|\\\\\\[|\\$\\$/.test(s.innerText);
   const images = [...s.querySelectorAll('img')];
+  const figures = [...s.querySelectorAll('figure')];
+  const shown = figures.filter(f => getComputedStyle(f).visibility !== 'hidden').length;
   return {height: Math.max(bottom, s.scrollHeight), width: Math.max(right, s.scrollWidth),
-          maths, typeset, errors, raw,
+          maths, typeset, errors, raw, figures: figures.length, shown,
           images: images.length, broken: images.filter(i => !i.complete || i.naturalWidth === 0).length};
 }"""
 
@@ -233,9 +260,13 @@ def decks(built_book):
             n = page.evaluate("() => Reveal.getTotalSlides()")
             measured = []
             for i in range(n):
-                page.evaluate(f"() => Reveal.slide({i})")
+                # the slide as it opens (its figure hidden, a fragment), then revealed: measured revealed
+                page.evaluate(f"() => Reveal.slide({i}, 0, -1)")
                 page.wait_for_timeout(50)
-                measured.append(page.evaluate(MEASURE_JS))
+                before = page.evaluate(MEASURE_JS)["shown"]
+                page.evaluate("() => { while (Reveal.nextFragment()) {} }")
+                page.wait_for_timeout(250)
+                measured.append({**page.evaluate(MEASURE_JS), "shown_before": before})
             printed = context.new_page()
             printed.goto(deck.as_uri() + "?print-pdf", wait_until="load")
             printed.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=60_000)
@@ -290,6 +321,11 @@ def test_the_deck_fits_its_frame_typesets_its_formulas_and_needs_no_network(deck
             )
         if m["broken"]:
             problems.append(f"{where}: {m['broken']} of {m['images']} images did not load")
+        if m["figures"] and (m["shown_before"] or m["shown"] < m["figures"]):
+            problems.append(
+                f"{where}: a figure is not a fragment ({m['shown_before']} of {m['figures']} shown "
+                f"as the slide opens, {m['shown']} after the key presses)"
+            )
     outside = [u for u in d["requests"] if not u.startswith(("file:", "data:"))]
     assert not outside, f"{md.stem}: requests that leave the machine: {outside}"
     assert not d["errors"], f"{md.stem}: JavaScript errors {d['errors']}"
@@ -312,3 +348,20 @@ def test_the_lessons_and_the_instructor_page_link_the_decks(decks):
         assert f"../slides/{md.stem}.html" in instructor, (
             f"the instructor page does not link {md.stem}"
         )
+
+
+def test_the_deck_list_counts_slides_as_the_plan_does(tmp_path):
+    """The instructor page's list of decks counts the slides after the title slide, as the plan's table
+    does (reveal.js's counter, which counts the title slide too, shows one more)."""
+    html = tmp_path / "html"
+    (html / "book").mkdir(parents=True)
+    (html / "slides").mkdir()
+    (html / "book" / "instructor.html").write_text(
+        '<div id="slide-decks" class="slide-decks"><p>filled in by the build</p></div>'
+    )
+    stem = LESSONS[0].stem
+    (html / "slides" / f"{stem}.html").write_text(
+        "<section>title</section>" + "<section>x</section>" * 9
+    )
+    assert slides.list_on_instructor_page(html) == 1
+    assert "(a title slide and 9 slides; " in (html / "book" / "instructor.html").read_text()

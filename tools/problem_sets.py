@@ -123,7 +123,8 @@ def _inputs(rng: random.Random | None) -> dict:
             "ps2_infinite": (0.5, 0.7, 0.95),
             "ps2_seed": 23,
             "ps2_lmax": 0.3,
-            "ps2_sim": (0.2, 1000, 0),  # tilt, prompt length, the solution's seed
+            # tilt, prompt length, the hidden checks' seed (not 0, 1 or 2, the seeds one tries)
+            "ps2_sim": (0.2, 1000, 4711),
             "ps3_seeds": (61, 62, 64),
             "ps3_dims": ((3, 6, 9), (2, 7, 12)),
             "ps3_cases": ((3, 0.5, 0.2), (5, 0.2, 0.1), (8, 1.0, 3.0)),

@@ -234,6 +234,58 @@ def section_titles() -> dict[str, str]:
     return out
 
 
+LATEX_ACCENTS = {
+    "'": "\u0301",
+    "`": "\u0300",
+    "^": "\u0302",
+    '"': "\u0308",
+    "~": "\u0303",
+    "c": "\u0327",
+}
+
+
+def _plain(tex: str) -> str:
+    """A BibTeX name in plain text: ``Peyr{\\'e}`` -> ``Peyré``, ``Fran{\\c{c}}ois`` -> ``François``."""
+    import unicodedata
+
+    def accent(m: re.Match) -> str:
+        return unicodedata.normalize("NFC", m.group(2) + LATEX_ACCENTS[m.group(1)])
+
+    tex = re.sub(r"\\(['`^\"~c])\s*\{?(\w)\}?", accent, tex)
+    return tex.replace("{", "").replace("}", "").strip()
+
+
+@cache
+def bibliography() -> dict[str, tuple[list[str], str]]:
+    """book/references.bib's entries: key -> (the authors' last names, year)."""
+    text = (ROOT / "book" / "references.bib").read_text(encoding="utf-8")
+    out = {}
+    for entry in re.split(r"(?m)^@", text)[1:]:
+        key = re.match(r"\w+\s*\{\s*([^,\s]+)\s*,", entry)
+        author = re.search(r"(?m)^\s*author\s*=\s*\{(.*)\},?\s*$", entry)
+        year = re.search(r"(?m)^\s*year\s*=\s*\{?(\d{4})", entry)
+        if key and author and year:
+            names = [
+                a.split(",")[0] if "," in a else a.split()[-1]
+                for a in author.group(1).split(" and ")
+            ]
+            out[key.group(1)] = ([_plain(n) for n in names], year.group(1))
+    return out
+
+
+def citation(role: str, body: str) -> str:
+    """A ``{cite}`` role's keys as author and year: "(Bohbot et al., 2025)"; ``{cite:t}``: "Bohbot et al.
+    (2025)". Two authors are both named ("Boursier and Boyer"), three or more are "First et al."."""
+    bib, parts = bibliography(), []
+    for key in (k.strip() for k in body.split(",")):
+        if key not in bib:
+            raise OutlineError(f"{{cite}}`{key}`: no such key in book/references.bib")
+        names, year = bib[key]
+        who = " and ".join(names) if len(names) <= 2 else f"{names[0]} et al."
+        parts.append(f"{who} ({year})" if role == "cite:t" else f"{who}, {year}")
+    return "; ".join(parts) if role == "cite:t" else f"({'; '.join(parts)})"
+
+
 class Renderer:
     """MyST markdown of one lesson to HTML: roles become their text, targets vanish."""
 
@@ -257,7 +309,7 @@ class Renderer:
         if role == "numref" and body in self.lesson.figures:
             return f"Figure {self.lesson.number}.{self.lesson.figures[body][3]}"
         if role.startswith("cite"):
-            return f"[{body}]"
+            return citation(role, body)
         page = ROOT / "book" / f"{body.removeprefix('../')}.md"
         if role == "doc" and page.exists():
             return chapter_title(page)
@@ -462,7 +514,9 @@ def _render_slide(lesson: Lesson, r: Renderer, slide: dict, where: str, rel: str
             classes.append("has-figure")
             first, rest = first_sentence(" ".join(caption.split()))
             parts.append(
-                f'<figure data-label="{label}"><img src="{rel}/{label}.png" '
+                # a fragment: the figure appears on the next key press, once the room has predicted
+                # it (the notes ask for that); it takes its room from the start, and prints shown
+                f'<figure class="fragment" data-label="{label}"><img src="{rel}/{label}.png" '
                 f'data-width="{w}" data-height="{h}" '
                 f'alt="{html.escape(alt, quote=True)}"><figcaption><span class="fig-number">'
                 f"Figure {lesson.number}.{n}.</span> {r.inline(first)}</figcaption></figure>"
@@ -700,11 +754,12 @@ def list_on_instructor_page(html_dir: Path) -> int:
     for n, md in enumerate(lessons(ROOT), 1):
         deck = html_dir / "slides" / f"{md.stem}.html"
         if deck.exists():
-            count = deck.read_text(encoding="utf-8").count("<section")
+            # the slides after the title slide, as the plan on the page counts them
+            count = deck.read_text(encoding="utf-8").count("<section") - 1
             title = html.escape(chapter_title(md))
             items.append(
-                f'<li><a href="../slides/{md.stem}.html">Lesson {n}: {title}</a> ({count} slides; '
-                f'<a href="../slides/{md.stem}.html?print-pdf">print view</a>)</li>'
+                f'<li><a href="../slides/{md.stem}.html">Lesson {n}: {title}</a> (a title slide and '
+                f'{count} slides; <a href="../slides/{md.stem}.html?print-pdf">print view</a>)</li>'
             )
     block = '<div id="slide-decks" class="slide-decks"><ul>' + "".join(items) + "</ul></div>"
     page.write_text(DECK_LIST.sub(lambda _: block, text, count=1), encoding="utf-8")
