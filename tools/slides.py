@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import codecs
 import html
 import json
 import re
@@ -234,42 +235,23 @@ def section_titles() -> dict[str, str]:
     return out
 
 
-LATEX_ACCENTS = {
-    "'": "\u0301",
-    "`": "\u0300",
-    "^": "\u0302",
-    '"': "\u0308",
-    "~": "\u0303",
-    "c": "\u0327",
-}
-
-
-def _plain(tex: str) -> str:
-    """A BibTeX name in plain text: ``Peyr{\\'e}`` -> ``Peyré``, ``Fran{\\c{c}}ois`` -> ``François``."""
-    import unicodedata
-
-    def accent(m: re.Match) -> str:
-        return unicodedata.normalize("NFC", m.group(2) + LATEX_ACCENTS[m.group(1)])
-
-    tex = re.sub(r"\\(['`^\"~c])\s*\{?(\w)\}?", accent, tex)
-    return tex.replace("{", "").replace("}", "").strip()
-
-
 @cache
 def bibliography() -> dict[str, tuple[list[str], str]]:
-    """book/references.bib's entries: key -> (the authors' last names, year)."""
-    text = (ROOT / "book" / "references.bib").read_text(encoding="utf-8")
+    """book/references.bib's entries: key -> (the authors' last names in plain text, year).
+
+    pybtex parses the file (it ships with sphinxcontrib-bibtex, which renders the book's citations)
+    and latexcodec turns BibTeX's accents into Unicode: ``Peyr{\\'e}`` -> ``Peyré``."""
+    import latexcodec  # noqa: F401  (registers the "ulatex" codec)
+    from pybtex.database import parse_file
+
+    def plain(tex: str) -> str:
+        return codecs.decode(tex, "ulatex").replace("{", "").replace("}", "").strip()
+
     out = {}
-    for entry in re.split(r"(?m)^@", text)[1:]:
-        key = re.match(r"\w+\s*\{\s*([^,\s]+)\s*,", entry)
-        author = re.search(r"(?m)^\s*author\s*=\s*\{(.*)\},?\s*$", entry)
-        year = re.search(r"(?m)^\s*year\s*=\s*\{?(\d{4})", entry)
-        if key and author and year:
-            names = [
-                a.split(",")[0] if "," in a else a.split()[-1]
-                for a in author.group(1).split(" and ")
-            ]
-            out[key.group(1)] = ([_plain(n) for n in names], year.group(1))
+    for key, entry in parse_file(ROOT / "book" / "references.bib", "bibtex").entries.items():
+        people, year = entry.persons.get("author", []), entry.fields.get("year", "")
+        if people and year:
+            out[key] = ([plain(" ".join(p.prelast_names + p.last_names)) for p in people], year)
     return out
 
 
