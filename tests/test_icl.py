@@ -613,8 +613,8 @@ def test_zero_block_size_is_zero_for_the_reduced_model_and_scale_free(gen):
 
 @pytest.mark.parametrize("seed", range(5))
 def test_large_prompt_constants_see_the_covariance_only_through_its_trace(seed):
-    """Lesson 6 (Proposition 6.1 and the solution of ex-ch6-tilt): in c = r^2 / b*^2 the closed form of
-    Phi involves Sigma only through tr Sigma, so C_soft, C_lin and the best c agree for covariances of one
+    """Lesson 6 (the large-prompt constants and the solution of ex-ch6-tilt): in c = r^2 / b*^2 the closed form of
+    C_1-bar (the averaged C_1) involves Sigma only through tr Sigma, so C_soft, C_lin and the best c agree for covariances of one
     trace, while the best tilt r* itself moves with b*. Both routes minimise numerically, so they agree to
     the optimiser's tolerance (1e-6 relative is far above it and far below any real difference)."""
     g = torch.Generator().manual_seed(seed)

@@ -206,9 +206,9 @@ def test_the_gradebook_has_a_row_per_submission(tmp_path):
         "manual_possible",
         "total_possible",
     ]
-    assert float(rows[0]["auto_awarded"]) == 2 and float(rows[0]["auto_possible"]) == 4
+    assert float(rows[0]["auto_awarded"]) == 1.5 and float(rows[0]["auto_possible"]) == 3
     assert rows[0]["manual_awarded"] == ""  # for the grader to fill in
-    assert float(rows[0]["manual_possible"]) == 6 and float(rows[0]["total_possible"]) == 10
+    assert float(rows[0]["manual_possible"]) == 7 and float(rows[0]["total_possible"]) == 10
 
 
 @pytest.mark.parametrize("seed", [None, 1, 2, VARIANT])
@@ -502,7 +502,7 @@ def test_the_sets_build_and_grade_without_docker(built, tmp_path):
     rows = list(csv.DictReader(gradebook.open()))
     assert [r["file"] for r in rows] == [str(solution), str(blank)], rows
     assert (
-        rows[0]["auto_awarded"] == rows[0]["auto_possible"] == "4"
+        rows[0]["auto_awarded"] == rows[0]["auto_possible"] == "3"
         and rows[1]["auto_awarded"] == "0"
         and rows[1]["manual_awarded"] == ""
         and rows[1]["total_possible"] == "10"

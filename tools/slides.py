@@ -76,6 +76,7 @@ OUTLINES = ROOT / "book" / "slides"
 ITEMS = ("title", "text", "prf", "figure", "check", "exercises", "section", "notes")
 MAX_CHECK_LINES = 6  # a slide shows at most this many printed lines of a check
 FIT_FLOOR = 70  # percent: the smallest type a slide is shrunk to so that it fits its frame
+MIN_FIGURE = 300  # pixels: the smallest height a figure is shrunk to, to make room for its caption
 CHECK_CALL = re.compile(r"\bcheck_(close|below|above|true)\s*\(")
 HIDDEN_TAGS = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
 DIRECTIVE_OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:-]+)\}[ \t]*(?P<arg>.*)$")
@@ -430,16 +431,6 @@ def exercise_statement(lesson: Lesson, entry, where: str) -> tuple[str, str]:
     return label, shown
 
 
-def first_sentence(text: str) -> tuple[str, str]:
-    """A caption's first sentence (what the slide shows) and the rest; a full stop inside math or
-    before a lower-case word or a digit does not end a sentence."""
-    masked = re.sub(r"\$[^$]*\$", lambda m: "x" * len(m.group(0)), text)
-    m = re.search(r"[.!?](?=\s+[A-Z(])", masked)
-    if not m:
-        return text, ""
-    return text[: m.end()], text[m.end() :].strip()
-
-
 def png_size(png: bytes) -> tuple[int, int]:
     """Width and height in pixels of a PNG (its IHDR chunk), so that a deck scales a figure to the room
     its slide leaves before the image has loaded."""
@@ -494,17 +485,15 @@ def _render_slide(lesson: Lesson, r: Renderer, slide: dict, where: str, rel: str
             files[f"{label}.png"] = png
             w, h = png_size(png)
             classes.append("has-figure")
-            first, rest = first_sentence(" ".join(caption.split()))
+            caption = " ".join(caption.split())  # the whole caption: the room reads what it sees
             parts.append(
                 # a fragment: the figure appears on the next key press, once the room has predicted
                 # it (the notes ask for that); it takes its room from the start, and prints shown
                 f'<figure class="fragment" data-label="{label}"><img src="{rel}/{label}.png" '
                 f'data-width="{w}" data-height="{h}" '
                 f'alt="{html.escape(alt, quote=True)}"><figcaption><span class="fig-number">'
-                f"Figure {lesson.number}.{n}.</span> {r.inline(first)}</figcaption></figure>"
+                f"Figure {lesson.number}.{n}.</span> {r.inline(caption)}</figcaption></figure>"
             )
-            if rest:  # the rest of the caption is for the speaker
-                extra_notes.append(f"Figure {lesson.number}.{n}, the caption goes on: {rest}")
         elif key == "check":
             lines = check_lines(lesson, value if isinstance(value, list) else str(value), where)
             parts.append(
@@ -583,6 +572,7 @@ function growFigure(s) {{
   size(height);
   const room = 712 - s.scrollHeight;
   if (room > 0) size(Math.min(height + room, full));
+  else if (room < 0) size(Math.max(height + room, {min_figure}));  // a long caption: a smaller figure
 }}
 function fitSlides() {{
   const box = document.querySelector('.reveal .slides');
@@ -785,6 +775,7 @@ def build_deck(stem: str, stage: Path, number: int, *, write: bool = True) -> di
         title=html.escape(f"Lesson {lesson.number}: {lesson.title}"),
         mathjax=json.dumps(mathjax_config()),
         floor=FIT_FLOOR,
+        min_figure=MIN_FIGURE,
         slides="\n".join(sections),
     )
     if write:

@@ -109,15 +109,15 @@ def _ch2_mixture(q):
 
 @_key("ex-ch2-agree", digits=3, hint="Hint: the two limits differ by V(m - m m^T U z).")
 def _ch2_agree():
-    """Where V(m + Gamma U z) = V(Gamma + m m^T) U z in D = 1, m = 1, U = 0.5."""
+    """Where V(m + Gamma U z) = V(Gamma + m m^T) U z in D = 1, m = 2, Gamma = 1, U = 0.3, V = 1."""
     one = torch.eye(1)
-    mu1 = sl.GaussianMeasure(torch.ones(1), torch.eye(1))
+    mu1 = sl.GaussianMeasure(2 * torch.ones(1), torch.eye(1))
 
     def gap(q):
         return float(
             (
-                sl.attention_limit(mu1, q, 0.5 * one, one)
-                - sl.linear_attention_limit(mu1, q, 0.5 * one, one)
+                sl.attention_limit(mu1, q, 0.3 * one, one)
+                - sl.linear_attention_limit(mu1, q, 0.3 * one, one)
             )[0, 0]
         )
 
@@ -227,25 +227,26 @@ def _ch5_tail(dim):
 # --- Chapter 6 --------------------------------------------------------------------------------------
 
 
-def _constants():
-    from softlin import experiment
-
-    P = experiment.INTENDED
-    return icl.large_prompt_constants(P.covariance(), tau2=P.tau2, noise_var=P.noise_var)
-
-
 @_key(
     "ex-ch6-linear",
     digits=3,
     hint="Hint: expand H^-1 to first order in 1/L; tr(E Sigma^-1) collects the 1/L terms.",
 )
 def _ch6_linear():
-    return _constants().linear
+    sigma = torch.diag(torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64))
+    return icl.large_prompt_constants(sigma, tau2=0.5, noise_var=1.0).linear
 
 
-@_key("ex-ch6-match", digits=3, hint="Hint: C_lin / L' = C_soft / 1000.")
+@_key(
+    "ex-ch6-match",
+    digits=3,
+    hint="Hint: C_lin / L' = C_soft / 1000, both at noise_var = 0.5.",
+)
 def _ch6_match():
-    c = _constants()
+    from softlin import experiment
+
+    P = experiment.INTENDED
+    c = icl.large_prompt_constants(P.covariance(), tau2=P.tau2, noise_var=0.5)
     return 1000 * c.linear / c.softmax
 
 
