@@ -507,7 +507,7 @@ def test_the_sets_build_and_grade_without_docker(built, tmp_path):
         and rows[1]["manual_awarded"] == ""
         and rows[1]["total_possible"] == "10"
     )
-    assert rows[0]["q1"] == "2" and rows[0]["q1a"] == "", rows[0]
+    assert rows[0]["q1"] == "1.5" and rows[0]["q1a"] == "", rows[0]
     path = ROOT / "_build" / "kit-report.json"
     path.parent.mkdir(exist_ok=True)
     old = json.loads(path.read_text()) if path.exists() else {}
