@@ -7,11 +7,13 @@ graded locally without Docker.
 * The sources install softlin from ``@main``; the built student notebooks install it at the commit they
   were built from, as the lessons' student copies do.
 * Grading (``otter.api.grade_submission``, no container): the solution notebook gets every autograded
-  point; the blank student version gets none; a plausible wrong answer gets part of its question's
-  points, not all: set 1's fourth central moment in place of the fourth cumulant, set 2's Gaussian
+  point; the blank student version gets none; a plausible wrong answer gets less than all of its
+  question's points: set 1's fourth central moment in place of the fourth cumulant, set 2's Gaussian
   constant e^{a^2}(1 + a^2) for exponential tokens and the centred queries' constant (the mean of the
   queries ignored) for the off-centre question, and set 3's guessed tilt c = 1/4 in place of the best
   tilt.
+* The public checks carry no points (all autograded points are on hidden checks), so an answer that
+  only passes the public checks, such as a stub returning constants, earns nothing.
 * Shortcuts score nothing on their question (public check included): set 2's simulation replaced by
   C_1 typed in or C_1 plus seeded noise (the hidden checks redraw the prompts from the seed), set 3's
   questions 1 and 4 answered by the library's constants (the checks watch the function run), and set
@@ -99,6 +101,20 @@ def test_the_points_are_stated_alike_everywhere():
 
 def _setup_cell(text: str) -> str:
     return next(b for b in text.split("```{code-cell} ipython3\n")[1:] if "otter.Notebook(" in b)
+
+
+def test_the_public_checks_carry_no_points():
+    """A stub that passes a public check (constants that happen to satisfy it) must earn nothing."""
+    for name in SETS:
+        text = (ROOT / "course" / "problem_sets" / f"{name}.md").read_text()
+        configs = re.findall(r"# BEGIN TEST CONFIG\n(.*?)\n\"\"\" # END TEST CONFIG", text, re.S)
+        assert configs, name
+        for config in configs:
+            spec = yaml.safe_load(config)
+            if not spec.get("hidden"):
+                assert spec.get("points") == 0, (name, config)
+            else:
+                assert spec.get("points", 0) > 0, (name, config)
 
 
 def test_the_setup_cell_imports_everything_before_the_grader():
@@ -486,8 +502,8 @@ def test_the_sets_build_and_grade_without_docker(built, tmp_path):
     for label, (name, question, starts, source) in WRONG.items():
         wrong = problem_sets.grade(name, _replace(built, tmp_path, name, starts, source), built)
         score, possible = wrong["questions"][question]
-        # the public tests pass, a hidden one does not: some points, not all
-        assert 0 < score < possible, (label, wrong)
+        # a hidden test fails: not all of the question's points (public tests carry none)
+        assert score < possible, (label, wrong)
         assert wrong["auto"][0] < wrong["auto"][1], (label, wrong)
         report[f"{name} ({label})"] = {"wrong": wrong["auto"], question: (score, possible)}
     for label, (name, question, starts, source) in ROUNDED.items():

@@ -592,6 +592,7 @@ function startDeck() {{
   fitSlides();
   Reveal.initialize({{
     width: 1280, height: 720, margin: 0.04, center: false, hash: true, slideNumber: "c/t",
+    controlsLayout: "edges", controlsTutorial: false,
     transition: "none", pdfMaxPagesPerSlide: 1, pdfSeparateFragments: false,
     plugins: [RevealNotes]
   }});
@@ -672,11 +673,12 @@ def title_slide(lesson: Lesson, r: Renderer, outline: Path, lab: bool) -> str:
         f"{goals}"
         f'<p><a href="../book/{lesson.stem}.html">The lesson</a>{lab_link} · '
         f'<a href="../book/instructor.html">for instructors</a></p>\n'
-        f'<p class="built">Figures and printed numbers are those of the executed lesson in this build '
-        f"({html.escape(lesson.mode)} mode). Outline: <code>book/slides/{outline.name}</code>. "
-        "Keys: <code>s</code> speaker notes, <code>?print-pdf</code> after the address to print.</p>\n"
+        f'<p class="built">Figures and numbers: the executed lesson, this build '
+        f"({html.escape(lesson.mode)} mode).</p>\n"
         '<aside class="notes">The slides follow the order of the lesson (the exercises may come '
-        "before a closing slide); each figure and printed number comes from the lesson's own run.</aside>\n"
+        "before a closing slide); each figure and printed number comes from the lesson's own run. "
+        f"The outline is <code>book/slides/{outline.name}</code>. Keys: <code>s</code> opens these "
+        "notes, <code>?print-pdf</code> after the address prints the deck.</aside>\n"
         "</section>"
     )
 

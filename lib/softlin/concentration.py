@@ -171,20 +171,22 @@ def _gaussian_args(U, V, cov, queries=None, *, need_queries=True):
 def fixed_query_mse_expansion(queries, U, V, cov):
     """Delta-method expansion of the fixed-query output error for Gaussian tokens ``N(m, cov)``.
 
-    ``L * E |T[mu_hat_L](z) - T[mu](z)|^2 = A + B / L + O(L^-2)`` with ``a = U z``, ``s = a^T cov a``,
-    ``t = tr(V cov V^T)``, ``b = |V cov a|^2``: ``A = e^s (t + b)`` and
-    ``B = -2 e^{3s} (t + 4b) + 3 e^{2s} (t + 3b) - e^s (t + b)`` (from ``1 / (1 + eps)^2`` expanded around
-    the normalised softmax denominator). Neither depends on ``m``; ``B < 0`` for ``s > 0``.
+    ``L * E |T[mu_hat_L](z) - T[mu](z)|^2 = C1 + C2 / L + O(L^-2)`` (the book's fixed-query lemma) with
+    ``a = U z``, ``s = a^T cov a``, ``tr = tr(V cov V^T)``, ``zeta = |V cov a|^2``:
+    ``C1 = e^s (tr + zeta)`` and
+    ``C2 = -2 e^{3s} (tr + 4 zeta) + 3 e^{2s} (tr + 3 zeta) - e^s (tr + zeta)`` (from ``1 / (1 + eps)^2``
+    expanded around the normalised softmax denominator). Neither depends on ``m``; ``C2 < 0`` for ``s > 0``.
 
-    queries (Q, D), U (D, D), V (D_out, D), cov (D, D) PSD -> A, B : Tensor (Q,). A query whose
+    queries (Q, D), U (D, D), V (D_out, D), cov (D, D) PSD -> C1, C2 : Tensor (Q,). A query whose
     ``e^{3s}`` exceeds the dtype's range (``s > 236`` in float64: a far quadrature node) gets the IEEE
     overflow (``inf``, or NaN where two such terms cancel) in that entry, as ``torch.exp`` does.
     """
     U, V, cov, queries = _gaussian_args(U, V, cov, queries)  # validation
     a = queries @ U.mT  # (Q, D)
-    s, t, b = ((a @ cov) * a).sum(-1), torch.trace(V @ cov @ V.mT), ((a @ cov @ V.mT) ** 2).sum(-1)
-    e = torch.exp(s)
-    return e * (t + b), -2 * e**3 * (t + 4 * b) + 3 * e**2 * (t + 3 * b) - e * (t + b)
+    s, zeta = ((a @ cov) * a).sum(-1), ((a @ cov @ V.mT) ** 2).sum(-1)
+    tr, e = torch.trace(V @ cov @ V.mT), torch.exp(s)
+    C1 = e * (tr + zeta)
+    return C1, -2 * e**3 * (tr + 4 * zeta) + 3 * e**2 * (tr + 3 * zeta) - C1
 
 
 def _error_function(kind, V, cov):
