@@ -496,9 +496,14 @@ def _render_slide(lesson: Lesson, r: Renderer, slide: dict, where: str, rel: str
             )
         elif key == "check":
             lines = check_lines(lesson, value if isinstance(value, list) else str(value), where)
+            gloss = (
+                " SE is a standard error; the build stops if the claim fails."
+                if any(" SE " in x for x in lines)
+                else ""
+            )
             parts.append(
                 '<div class="check"><p class="check-title">The lesson\'s check printed, in this '
-                f"build ({html.escape(lesson.mode)} mode):</p><pre>"
+                f"build ({html.escape(lesson.mode)} mode).{gloss}</p><pre>"
                 + "\n".join(html.escape(x) for x in lines)
                 + "</pre></div>"
             )
@@ -636,7 +641,7 @@ CSS = """/* The book's slide decks (tools/slides.py): 1280 x 720, reveal.js whit
 .reveal figure { margin: 0; text-align: center; }
 .reveal figure img { max-height: 480px; max-width: 100%; margin: 0; }
 .reveal section.has-figure h2 { margin-bottom: 0.2em; }
-.reveal figcaption { font-size: 0.68em; color: #333; text-align: left; line-height: 1.3; margin-top: 0.2em; }
+.reveal figcaption { font-size: 0.74em; color: #222; text-align: left; line-height: 1.3; margin-top: 0.2em; }
 .reveal .fig-number { font-weight: 600; }
 .reveal .text, .reveal .section { font-size: 0.95em; }
 .reveal .math { font-size: 1em; }
