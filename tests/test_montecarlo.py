@@ -152,7 +152,7 @@ def test_checks_print_a_verdict_and_fail_with_their_numbers(capsys):
     )
     mc.check_below(np.array([0.5, 0.9]), 1.0, se=np.array([0.01, 0.02]), n_se=4, what="ratio")
     assert (
-        "ratio 0.9 ± 0.02 is 5 SE below 1 (at least 4 SE below required) (worst of 2)"
+        "ratio 0.9 ± 0.02 is 5 SE below 1; the check needs 4 SE: holds (worst of 2)"
         in capsys.readouterr().out
     )
     mc.check_above(torch.tensor(3.0), 1.0, what="gap")

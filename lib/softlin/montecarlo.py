@@ -306,14 +306,14 @@ def _one_sided(passed, v, b, s, n_se, slack, side):
         return f"{v:.4g} {side if passed else 'NOT ' + side} {shifted:.4g}"
     where = f"{v:.4g} ± {s:.2g} {_distance(v, b, s)}"
     if passed:
-        return f"{where} (at least {n_se:g} SE {side} required{tail})"
+        return f"{where}; the check needs {n_se:g} SE{tail}: holds"
     return f"{where}: NOT {side} it by the required {n_se:g} SE{tail}"
 
 
 def check_below(value, bound, *, se=0.0, n_se=0.0, slack=0.0, what="value"):
     """Claim ``value + n_se * se < bound + slack``: below ``bound`` by at least ``n_se`` standard
-    errors (up to ``slack``). Prints e.g. ``ratio 0.9 ± 0.02 is 5 SE below 1 (at least 4 SE below
-    required)``."""
+    errors (up to ``slack``). Prints e.g. ``ratio 0.9 ± 0.02 is 5 SE below 1; the check needs 4 SE:
+    holds``."""
     value, bound, se, n_se, slack = _claim(what, se, n_se, slack, value=value, bound=bound)
     (_, v, b, s), n = _worst(bound + slack - (value + n_se * se), value, bound, se)
     passed = bool(np.all(value + n_se * se < bound + slack))
