@@ -636,12 +636,12 @@ CSS = """/* The book's slide decks (tools/slides.py): 1280 x 720, reveal.js whit
 .reveal .check { margin: 0.5em 0; }
 .reveal .check-title { color: #555; font-size: 0.8em; }
 .reveal .check pre { width: 100%; box-shadow: none; background: #f4f4f4; padding: 0.5em 0.7em;
-  font-size: 0.7em; white-space: pre-wrap; word-break: break-word; border-left: 6px solid #009E73; }
+  font-size: 0.8em; white-space: pre-wrap; word-break: break-word; border-left: 6px solid #009E73; }
 .reveal pre code { max-height: none; }
 .reveal figure { margin: 0; text-align: center; }
 .reveal figure img { max-height: 480px; max-width: 100%; margin: 0; }
 .reveal section.has-figure h2 { margin-bottom: 0.2em; }
-.reveal figcaption { font-size: 0.74em; color: #222; text-align: left; line-height: 1.3; margin-top: 0.2em; }
+.reveal figcaption { font-size: 0.8em; color: #222; text-align: left; line-height: 1.3; margin-top: 0.2em; }
 .reveal .fig-number { font-weight: 600; }
 .reveal .text, .reveal .section { font-size: 1.05em; }
 .reveal .math { font-size: 1em; }
