@@ -481,6 +481,7 @@ def test_the_sets_build_and_grade_without_docker(built, tmp_path):
         with zipfile.ZipFile(result / "autograder" / "autograder.zip") as z:
             env = yaml.safe_load(z.read("environment.yml"))
         pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+        assert "git" in env["dependencies"], (name, "pip needs git for softlin's URL")
         assert "torch" in pip and "scipy" in pip, (name, pip)
         assert any(p.startswith("softlin @ git+") for p in pip), (name, pip)
         solution = problem_sets.grade(name, result / "autograder" / f"{name}.ipynb", built)

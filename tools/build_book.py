@@ -449,7 +449,7 @@ def write_status(
 # The run-time sentence of a chapter's opening box, as written in its source. In the staged, executed
 # notebook it is replaced by the time this build measured, so the box states what was measured; in
 # Jupyter or Colab the source sentence reads naturally as it is.
-RUN_TIME_SOURCE = "see the {doc}`status` page, which records it for the build you are reading"
+RUN_TIME_SOURCE = "see the {doc}`status` page"
 
 
 def run_time_sentence(record: dict, mode: str, jobs: int) -> str:

@@ -63,8 +63,8 @@ empty column for each question graded by hand, then ``auto_awarded``, ``auto_pos
 
 ``autograder.zip`` is otter's autograder for Gradescope, which builds its own environment from the zip:
 :func:`add_requirements` makes the zip list torch, scipy and softlin (installed by pip from the
-repository at the commit the student notebooks install, which needs git where the image is built) beside
-otter's own requirements. That path is not run by the tests here, which check only that the zip lists
+repository at the commit the student notebooks install) beside otter's own requirements, and
+:func:`add_git` adds git, which pip needs for that URL. That path is not run by the tests here, which check only that the zip lists
 them; book/instructor.md says how to check it on Gradescope before relying on it.
 
 Why otter-grader rather than nbgrader: one source notebook gives the student version and the
@@ -532,9 +532,30 @@ def build(
     for path in (student, autograder):
         if not path.exists():
             raise SystemExit(f"problem_sets: otter assign wrote no {path}")
+    add_git(autograder)
     add_colab_checks(student, name)
     (result / "rubric.md").write_text(rubric(name, variant))
     return result
+
+
+def add_git(autograder: Path) -> None:
+    """Add ``git`` (conda-forge) to the conda dependencies of ``autograder.zip``'s environment.yml, in
+    place: pip needs it to install softlin from its git URL where the zip builds its environment
+    (Gradescope), and otter-grader's setup script installs none."""
+    import yaml
+
+    with zipfile.ZipFile(autograder) as z:  # entries keep their ZipInfo (permissions, times)
+        members = [(i, z.read(i.filename)) for i in z.infolist()]
+    for k, (info, data) in enumerate(members):
+        if info.filename == "environment.yml":
+            env = yaml.safe_load(data)
+            deps = env["dependencies"]
+            if "git" not in deps:
+                deps.insert(next(i for i, d in enumerate(deps) if d == "pip"), "git")
+            members[k] = (info, yaml.safe_dump(env, sort_keys=False).encode())
+    with zipfile.ZipFile(autograder, "w", zipfile.ZIP_DEFLATED) as z:
+        for info, data in members:
+            z.writestr(info, data)
 
 
 def points(name: str, variant: int | None = None) -> tuple[float, float]:

@@ -41,7 +41,9 @@ STYLE = """
 .softlin-quiz input:checked + label { font-weight: 600; }
 .softlin-quiz .sq-right { border-color: #009E73; background: rgba(0,158,115,0.10); }
 .softlin-quiz .sq-wrong { border-color: #D55E00; background: rgba(213,94,0,0.10); }
-@media print { .softlin-quiz .sq-fb { display: none !important; } }
+@media print { .softlin-quiz .sq-fb, .softlin-quiz .sq-screen { display: none !important; } }
+.softlin-quiz .sq-print { display: none; }
+@media print { .softlin-quiz .sq-print { display: inline; } }
 """
 
 
@@ -82,8 +84,10 @@ class Quiz:
         key = "".join(c if c.isalnum() else "-" for c in self.lesson)
         out = [
             f'<div class="softlin-quiz" id="softlin-quiz-{key}"><style>{STYLE}</style>',
-            '<p class="sq-head"><strong>Quick quiz.</strong> Pick an answer: its explanation appears '
-            "below it. Try the others too.</p>",
+            '<p class="sq-head"><strong>Quick quiz.</strong> <span class="sq-screen">Pick an answer: '
+            "its explanation appears below it. Try the others too.</span>"
+            '<span class="sq-print">Choose an answer; the online lesson explains each '
+            "choice.</span></p>",
         ]
         for i, q in enumerate(self.questions, 1):
             out.append(f'<fieldset class="sq-q"><legend>{i}. {html.escape(q["question"])}</legend>')
