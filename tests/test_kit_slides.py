@@ -160,6 +160,20 @@ def test_the_builder_draws_the_lesson_s_own_items(tmp_path, monkeypatch):
     lesson_page.write_text("<html><body><h1>A small lesson</h1></body></html>")
     page = slides.build_deck("99_small", stage, 9)["path"].read_text()
     assert page.count("<figure") == page.count('<figure class="fragment"') == 1
+    # the whole caption opens the slide's presenter notes
+    notes = r'<aside class="notes"><p><strong>Figure 9\.1\.</strong> A dot'
+    assert re.search(notes, page)
+
+
+def test_a_figure_slide_shows_a_short_caption():
+    """The slide shows the caption's first sentence (math, brackets and abbreviations do
+    not end it) or the outline's own ``caption``."""
+    first = slides.first_sentence
+    assert first("Risk at $L = 1.5$ (e.g. 2. below). Bars: one SE.") == (
+        "Risk at $L = 1.5$ (e.g. 2. below)."
+    )
+    assert first("Gaps, e.g. at u = 0.5. Then more.") == "Gaps, e.g. at u = 0.5."
+    assert first("One sentence") == "One sentence"
 
 
 def test_printed_numbers_and_exercises_worded_for_the_room(tmp_path, monkeypatch):
@@ -193,6 +207,8 @@ def test_printed_numbers_and_exercises_worded_for_the_room(tmp_path, monkeypatch
         ),
         ({"prf": "lem-missing"}, "no prf: block 'lem-missing'; it has ['lem-x']"),
         ({"figure": "fig-missing"}, "no figure 'fig-missing'; it has ['fig-x']"),
+        ({"figure": "fig-x", "caption": "A dot at 3."}, "does not have: ['3']"),
+        ({"title": "x", "caption": "A dot."}, "`caption` is the short caption of a"),
         ({"check": "nothing printed"}, "no printed line starts with 'nothing printed'"),
         ({"exercises": "ex-missing"}, "no exercise block 'ex-missing'"),
         ({"section": "Nowhere"}, "no section '## Nowhere'"),

@@ -30,6 +30,7 @@ Outline format (YAML)::
           ...
         prf: prop-tilted-mean                       # one label or a list
         figure: fig-ch1-tilt                        # one label (the figure's PNG, caption below)
+        caption: Marker area is the weight.         # optional: the short caption
         check: "tilted mean"                        # lines printed by a check that start with this (or a
                                                     # list of such starts), or `auto`: the lines of the
                                                     # one visible check_* cell
@@ -39,6 +40,12 @@ Outline format (YAML)::
           ...
 
 The items of a slide are drawn in the order they are written; ``notes`` are never drawn.
+
+**Figures for a lecture hall.** A figure fills the height its slide leaves (up to the
+full width), so its slide shows a short caption: "Figure N.M." and the first sentence of
+the lesson's caption, or the slide's own ``caption`` where that sentence does not serve
+(with only numbers the lesson's caption has). The whole caption opens the slide's
+presenter notes, and a check on a figure slide is drawn compact.
 
 **Numbers the lesson printed, in any text.** In ``title``, ``text``, ``notes`` and an exercise's ``text``,
 the role ``{printed}`C_soft = ``` becomes the first number of the line the lesson printed that starts
@@ -73,10 +80,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from build_book import ROOT, chapter_title, lessons
 
 OUTLINES = ROOT / "book" / "slides"
-ITEMS = ("title", "text", "prf", "figure", "check", "exercises", "section", "notes")
+ITEMS = tuple("title text prf figure caption check exercises section notes".split())
 MAX_CHECK_LINES = 6  # a slide shows at most this many printed lines of a check
 FIT_FLOOR = 70  # percent: the smallest type a slide is shrunk to so that it fits its frame
-MIN_FIGURE = 300  # pixels: the smallest height a figure is shrunk to, to make room for its caption
+MIN_FIGURE = 300  # pixels: the smallest height a figure is shrunk to, to leave room
+FIGURE_ROOM = 700  # pixels: a figure grows until its slide is this high
+ABBREVIATIONS = ("e.g", "i.e", "cf", "vs", "etc", "al", "Fig", "Eq", "resp", "approx")
 CHECK_CALL = re.compile(r"\bcheck_(close|below|above|true)\s*\(")
 HIDDEN_TAGS = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
 DIRECTIVE_OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:-]+)\}[ \t]*(?P<arg>.*)$")
@@ -319,6 +328,11 @@ def as_list(value) -> list:
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 
+def numbers_in(text: str) -> set[str]:
+    """The numbers a text writes (a sentence's full stop is not a decimal point)."""
+    return {x.rstrip(".") for x in NUMBER.findall(text)}
+
+
 def printed_number(lesson: Lesson, spec: str) -> str:
     """The number a ``{printed}`start ... after``` role stands for: the first number, after ``after``
     when it is given, of the first line the lesson printed that starts with ``start``."""
@@ -431,6 +445,31 @@ def exercise_statement(lesson: Lesson, entry, where: str) -> tuple[str, str]:
     return label, shown
 
 
+def first_sentence(caption: str) -> str:
+    """The first sentence of a MyST caption: up to the first ``.``, ``!`` or ``?`` that
+    a space (or the end) follows, outside math, roles and brackets, and not after an
+    abbreviation (``e.g.``)."""
+    depth, i, n = 0, 0, len(caption)
+    while i < n:
+        c = caption[i]
+        if c == "$":  # $...$ or $$...$$: skipped whole
+            fence = "$$" if caption.startswith("$$", i) else "$"
+            end = caption.find(fence, i + len(fence))
+            i = n if end < 0 else end + len(fence)
+            continue
+        if c == "`":  # a role's body
+            end = caption.find("`", i + 1)
+            i = n if end < 0 else end + 1
+            continue
+        depth += (c in "([{") - (c in ")]}")
+        if c in ".!?" and depth <= 0 and (i + 1 == n or caption[i + 1].isspace()):
+            word = re.search(r"[\w.]*$", caption[:i]).group(0)
+            if word.rstrip(".") not in ABBREVIATIONS:
+                return caption[: i + 1]
+        i += 1
+    return caption
+
+
 def png_size(png: bytes) -> tuple[int, int]:
     """Width and height in pixels of a PNG (its IHDR chunk), so that a deck scales a figure to the room
     its slide leaves before the image has loaded."""
@@ -456,7 +495,9 @@ def render_slide(lesson: Lesson, r: Renderer, slide: dict, index: int, assets: P
 
 
 def _render_slide(lesson: Lesson, r: Renderer, slide: dict, where: str, rel: str):
-    parts, files, classes, extra_notes = [], {}, [], []
+    parts, files, classes, extra_notes, lead_notes = [], {}, [], [], []
+    if "caption" in slide and "figure" not in slide:
+        raise OutlineError(f"{where}: `caption` is the short caption of a `figure`")
     for key, value in slide.items():
         if key == "title":
             parts.append(f"<h2>{r.inline(str(value))}</h2>")
@@ -485,14 +526,27 @@ def _render_slide(lesson: Lesson, r: Renderer, slide: dict, where: str, rel: str
             files[f"{label}.png"] = png
             w, h = png_size(png)
             classes.append("has-figure")
-            caption = " ".join(caption.split())  # the whole caption: the room reads what it sees
+            caption = " ".join(caption.split())
+            number = f"Figure {lesson.number}.{n}."
+            # the whole caption opens the notes; the slide shows a short one, so
+            # that the figure has the room
+            lead_notes.append(f"**{number}** {caption}")
+            short = first_sentence(caption)
+            if "caption" in slide:
+                short = " ".join(str(slide["caption"]).split())
+                new = sorted(numbers_in(ROLE.sub("", short)) - numbers_in(caption))
+                if new:
+                    raise OutlineError(
+                        f"{where}: the short caption has numbers the caption of "
+                        f"{label!r} does not have: {new}"
+                    )
             parts.append(
                 # a fragment: the figure appears on the next key press, once the room has predicted
                 # it (the notes ask for that); it takes its room from the start, and prints shown
                 f'<figure class="fragment" data-label="{label}"><img src="{rel}/{label}.png" '
                 f'data-width="{w}" data-height="{h}" '
                 f'alt="{html.escape(alt, quote=True)}"><figcaption><span class="fig-number">'
-                f"Figure {lesson.number}.{n}.</span> {r.inline(caption)}</figcaption></figure>"
+                f"{number}</span> {r.inline(short)}</figcaption></figure>"
             )
         elif key == "check":
             lines = check_lines(lesson, value if isinstance(value, list) else str(value), where)
@@ -520,13 +574,14 @@ def _render_slide(lesson: Lesson, r: Renderer, slide: dict, where: str, rel: str
             parts.append(
                 f'<div class="section">{r.block(section_markdown(lesson, str(value), where))}</div>'
             )
-        elif key == "notes":
+        elif key in ("notes", "caption"):
             continue
     if not parts:
         raise OutlineError(
             f"{where}: the slide shows nothing (give a title, text, prf, figure, ...)"
         )
-    notes = "\n\n".join(([str(slide["notes"])] if "notes" in slide else []) + extra_notes)
+    own = [str(slide["notes"])] if "notes" in slide else []
+    notes = "\n\n".join(lead_notes + own + extra_notes)
     if notes:
         parts.append(f'<aside class="notes">{r.block(notes)}</aside>')
     cls = f' class="{" ".join(classes)}"' if classes else ""
@@ -562,45 +617,59 @@ window.MathJax = {mathjax};
 window.MathJax.startup = {{
   pageReady: () => MathJax.startup.defaultPageReady().then(() => document.fonts.ready).then(startDeck)
 }};
-// A slide's figure is scaled up to the room its slide leaves (the full width at most), so that its
-// legend reads from the back of a room. A slide taller or wider (a long display formula) than its frame is
-// drawn in smaller type, down to {floor} %, before reveal.js lays out the deck (and its print view); one
-// that still does not fit is left as it is (tests/test_kit_slides.py reports it).
-function growFigure(s) {{
+// Run once the fonts and the formulas are in (they set the heights). A slide's figure
+// fills the height the rest of its slide leaves (the full width at most), so that its
+// legend reads from the back of a room: the rest is measured with the figure at zero
+// height, and the slide ends {figure_room} px down, clear of reveal.js's slide number.
+// A slide taller or wider (a long display formula) than its frame, or whose figure
+// would be under {min_figure} px high, is drawn in smaller type, down to {floor} %,
+// before reveal.js lays out the deck (and its print view); one that still does not
+// fit is left as it is (tests/test_kit_slides.py reports it).
+function fitSlide(s) {{
   const img = s.querySelector('figure img[data-width]');
-  if (!img) return;
-  const w = +img.dataset.width, h = +img.dataset.height, full = img.parentElement.clientWidth * h / w;
+  const w = img ? +img.dataset.width : 1, h = img ? +img.dataset.height : 1;
   const size = (height) => {{
-    img.style.cssText = `max-width: none; max-height: none; height: ${{height}}px; width: ${{height * w / h}}px`;
+    img.style.cssText = 'display: block; margin: 0 auto; max-width: none; '
+      + `max-height: none; height: ${{height}}px; width: ${{height * w / h}}px`;
   }};
-  let height = Math.min(h, 480, full);
-  size(height);
-  const room = 712 - s.scrollHeight;
-  if (room > 0) size(Math.min(height + room, full));
-  else if (room < 0) size(Math.max(height + room, {min_figure}));  // a long caption: a smaller figure
+  const over = () => s.scrollHeight > 712 || s.scrollWidth > s.clientWidth + 1;
+  for (let font = 100; ; font -= 5) {{
+    if (font < 100) {{ s.style.fontSize = font + '%'; s.dataset.fitted = font; }}
+    const last = font - 5 < {floor};
+    if (!img) {{
+      if (!over() || last) return;
+      continue;
+    }}
+    size(0);
+    const full = img.parentElement.clientWidth * h / w;
+    const height = Math.min({figure_room} - s.scrollHeight, full);
+    if ((height >= {min_figure} && !over()) || last) {{
+      return size(Math.max(height, {min_figure}));
+    }}
+  }}
 }}
 function fitSlides() {{
   const box = document.querySelector('.reveal .slides');
   box.style.cssText = 'width: 1280px; display: block; position: static';
-  for (const s of box.querySelectorAll(':scope > section')) {{
-    s.style.display = 'flow-root'; s.style.position = 'static';  // flow-root: margins counted, as in the deck
-    growFigure(s);
-    const over = () => s.scrollHeight > 712 || s.scrollWidth > s.clientWidth + 1;
-    for (let size = 100; over() && size > {floor}; ) {{
-      size -= 5; s.style.fontSize = size + '%'; s.dataset.fitted = size;
-    }}
-    s.style.display = ''; s.style.position = '';
+  const all = [...box.querySelectorAll(':scope > section')];
+  for (const s of all) {{  // flow-root: margins counted, as in the deck
+    s.style.display = 'flow-root'; s.style.position = 'static';
   }}
-  box.style.cssText = '';
+  // laid out once, the slides ask for the faces they use (bold, italic)
+  void box.offsetHeight;
+  return document.fonts.ready.then(() => {{
+    all.forEach(fitSlide);
+    for (const s of all) {{ s.style.display = ''; s.style.position = ''; }}
+    box.style.cssText = '';
+  }});
 }}
 function startDeck() {{
-  fitSlides();
-  Reveal.initialize({{
+  return fitSlides().then(() => Reveal.initialize({{
     width: 1280, height: 720, margin: 0.04, center: false, hash: true, slideNumber: "c/t",
     controlsLayout: "edges", controlsTutorial: false,
     transition: "none", pdfMaxPagesPerSlide: 1, pdfSeparateFragments: false,
     plugins: [RevealNotes]
-  }});
+  }}));
 }}
 </script>
 <script src="../_static/revealjs/reveal.js"></script>
@@ -639,9 +708,16 @@ CSS = """/* The book's slide decks (tools/slides.py): 1280 x 720, reveal.js whit
   font-size: 0.8em; white-space: pre-wrap; word-break: break-word; border-left: 6px solid #009E73; }
 .reveal pre code { max-height: none; }
 .reveal figure { margin: 0; text-align: center; }
-.reveal figure img { max-height: 480px; max-width: 100%; margin: 0; }
+.reveal figure img { max-height: 480px; max-width: 100%; margin: 0 auto;
+  display: block; }
 .reveal section.has-figure h2 { margin-bottom: 0.2em; }
 .reveal figcaption { font-size: 0.8em; color: #222; text-align: left; line-height: 1.3; margin-top: 0.2em; }
+/* a check beside a figure: compact, its title a small line above the printed lines */
+.reveal section.has-figure .check { margin: 0.25em 0 0; }
+.reveal section.has-figure .check-title { font-size: 0.62em; margin: 0 0 0.15em; }
+.reveal section.has-figure .check pre { margin: 0; padding: 0.2em 0.6em;
+  font-size: 0.7em; line-height: 1.25; }
+.reveal section.has-figure .text { font-size: 0.85em; }
 .reveal .fig-number { font-weight: 600; }
 .reveal .text, .reveal .section { font-size: 1.05em; }
 .reveal .math { font-size: 1em; }
@@ -783,6 +859,7 @@ def build_deck(stem: str, stage: Path, number: int, *, write: bool = True) -> di
         mathjax=json.dumps(mathjax_config()),
         floor=FIT_FLOOR,
         min_figure=MIN_FIGURE,
+        figure_room=FIGURE_ROOM,
         slides="\n".join(sections),
     )
     if write:
