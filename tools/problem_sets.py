@@ -564,6 +564,13 @@ def points(name: str, variant: int | None = None) -> tuple[float, float]:
     return sum(q["points"] for q in qs), sum(q["points"] for q in qs if not q["manual"])
 
 
+def softlin_requirement(built: Path) -> str:
+    """The pip requirement of softlin that a built set's autograder lists (URL at its commit)."""
+    req = built / "autograder" / "requirements.txt"
+    lines = req.read_text().splitlines() if req.exists() else []
+    return next((x.strip() for x in lines if x.startswith("softlin")), "softlin")
+
+
 def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> None:
     which = "" if variant is None else f" (variant {variant}: `--variant {variant}`)"
     lines = [
@@ -579,9 +586,19 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
             f"{name}/autograder/autograder.zip |"
         )
     grade = "--grade" if variant is None else f"--variant {variant} --grade"
+    softlin = softlin_requirement(out / names[0]) if names else "softlin"
     lines += [
         "",
-        f"Grade a submission (no Docker): `.venv/bin/python tools/problem_sets.py {grade} NAME FILE.ipynb`.",
+        f"Grade a submission (no Docker): `.venv/bin/python tools/problem_sets.py {grade} NAME FILE.ipynb`"
+        " (in the book's repository; `--csv grades.csv` writes a gradebook).",
+        "",
+        "Without the repository, otter alone runs the same public and hidden tests (no Docker). Install, "
+        f'once: `pip install otter-grader==7.0.0 torch scipy "{softlin}"` (the commit these sets were '
+        "built from); then, for each submission, "
+        "`otter run -a NAME/autograder/autograder.zip -o results/FILE FILE.ipynb`: the points of each "
+        "autograded question land in `results/FILE/results.json`. The questions graded by hand are in "
+        "each set's rubric.md.",
+        "",
         "Each set's rubric.md gives the points per question and the rubrics of the questions graded by hand.",
         "Each autograder.zip is also otter's Gradescope autograder (a Programming Assignment's autograder "
         "configuration); the instructor page of the book says how to check it there first.",
