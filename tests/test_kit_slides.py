@@ -8,6 +8,9 @@
   from the files alone, every slide fits its 1280 x 720 frame (the largest overflow is reported), every
   formula is typeset (no raw TeX, no MathJax error), every image loads, no request leaves the machine,
   ``?print-pdf`` prints one slide a page, and the lesson's page and the instructor page link the deck.
+* A figure slide's check appears with its figure (one fragment), not before it; an
+  exercise is named as the lesson's page numbers it ("Exercise 2.1"); a figure is the
+  lesson's 2x PNG, laid out at the size the lesson shows it at.
 
 The measured slides per deck and the largest overflow go to ``_build/kit-report.json``.
 """
@@ -165,6 +168,113 @@ def test_the_builder_draws_the_lesson_s_own_items(tmp_path, monkeypatch):
     assert re.search(notes, page)
 
 
+def _section(page: str, n: int) -> str:
+    """The ``n``-th slide (1: the first after the title slide) of a deck's HTML."""
+    return page.split("<section")[n + 1].split("</section>")[0]
+
+
+def test_a_figure_slide_reveals_its_check_with_the_figure(tmp_path, monkeypatch):
+    """The lines a check printed answer the question a figure slide asks: on a figure
+    slide they are part of the figure's fragment (the same reveal.js index: shown
+    together), wherever the outline puts them; elsewhere a check shows at once."""
+    stage = _mini_stage(tmp_path)
+    monkeypatch.setattr(slides, "OUTLINES", tmp_path / "outlines")
+    _outline(
+        tmp_path,
+        [
+            {"figure": "fig-x", "check": "auto"},
+            {"check": "auto", "figure": "fig-x"},
+            {"prf": "lem-x", "check": "x "},
+        ],
+    )
+    page = slides.build_deck("99_small", stage, 9, write=False)["html"]
+    together = re.compile(r'class="(check )?fragment" data-fragment-index="0"')
+    for n in (1, 2):
+        slide = _section(page, n)
+        assert '<figure class="fragment" data-fragment-index="0"' in slide, slide
+        assert '<div class="check fragment" data-fragment-index="0">' in slide, slide
+        assert len(together.findall(slide)) == 2, slide
+    plain = _section(page, 3)
+    assert '<div class="check">' in plain and "fragment" not in plain, plain
+
+
+def _png(width: int, height: int) -> str:
+    """A white PNG of ``width`` x ``height`` pixels, base64-encoded as in a notebook."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    rows = b"".join(b"\0" + b"\xff" * 3 * width for _ in range(height))
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr)
+    png += chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+    return base64.b64encode(png).decode()
+
+
+@pytest.mark.parametrize(
+    ("shown", "size"),
+    [
+        ({"width": 320, "height": 190}, (320, 190)),  # IPython's retina metadata
+        ({"width": 320}, (320, 190)),  # the build keeps only the width
+        ({}, (640, 380)),  # a plain PNG: its pixels
+    ],
+)
+def test_a_2x_figure_is_laid_out_at_the_lesson_s_size_from_all_its_pixels(
+    tmp_path, monkeypatch, shown, size
+):
+    """A lesson's figure is a 2x PNG with its logical size in the output's metadata
+    (``use_book_style``, then ``build_book.keep_image_widths_only``): the slide is given
+    that size's shape and the PNG itself, every pixel of it (sharp when projected)."""
+    stage = _mini_stage(tmp_path)
+    path = stage / "book" / "99_small.ipynb"
+    nb = json.loads(path.read_text())
+    png = _png(640, 380)
+    nb["cells"][1]["outputs"] = [
+        {
+            "output_type": "display_data",
+            "data": {"image/png": png},
+            "metadata": {"image/png": shown} if shown else {},
+        }
+    ]
+    path.write_text(json.dumps(nb))
+    lesson = slides.read_lesson(path, 9)
+    assert lesson.figure_sizes["fig-x"] == size
+    monkeypatch.setattr(slides, "OUTLINES", tmp_path / "outlines")
+    _outline(tmp_path, [{"figure": "fig-x", "notes": "n"}])
+    page = slides.build_deck("99_small", stage, 9, write=False)["html"]
+    assert f'data-width="{size[0]}" data-height="{size[1]}"' in page
+    assert slides.png_size(base64.b64decode(png)) == (640, 380)
+
+
+def test_exercises_are_numbered_as_on_the_lesson_s_page(tmp_path, monkeypatch):
+    """An exercise slide names the exercise as the site and the instructor plan do:
+    "Exercise 9.2" for the second numbered exercise of lesson 9 (sphinx-exercise counts
+    the lesson's exercises in reading order and skips a ``:nonumber:`` one)."""
+    stage = _mini_stage(tmp_path)
+    path = stage / "book" / "99_small.ipynb"
+    nb = json.loads(path.read_text())
+    more = (
+        "```{exercise} Unnumbered\n:label: ex-free\n:nonumber:\n\nThink.\n```\n\n"
+        "```{exercise} Second\n:label: ex-y\n:class: conceptual\n\nWhy?\n```\n"
+    )
+    nb["cells"].append({"cell_type": "markdown", "metadata": {}, "source": more})
+    path.write_text(json.dumps(nb))
+    lesson = slides.read_lesson(path, 9)
+    assert lesson.exercise_numbers == {"ex-x": 1, "ex-y": 2}
+    monkeypatch.setattr(slides, "OUTLINES", tmp_path / "outlines")
+    _outline(tmp_path, [{"exercises": ["ex-y", "ex-x", "ex-free"], "notes": "n"}])
+    page = slides.build_deck("99_small", stage, 9, write=False)["html"]
+    titles = re.findall(r'<p class="exercise-title">(.*?)</p>', page)
+    assert titles == [
+        "Exercise 9.2: Second (conceptual)",
+        "Exercise 9.1: Compute it",
+        "Exercise: Unnumbered",
+    ]
+
+
 def test_a_figure_slide_shows_a_short_caption():
     """The slide shows the caption's first sentence (math, brackets and abbreviations do
     not end it) or the outline's own ``caption``."""
@@ -246,8 +356,10 @@ MEASURE_JS = """() => {
   const images = [...s.querySelectorAll('img')];
   const figures = [...s.querySelectorAll('figure')];
   const shown = figures.filter(f => getComputedStyle(f).visibility !== 'hidden').length;
+  const checks = [...s.querySelectorAll('.check')]
+    .filter(c => getComputedStyle(c).visibility !== 'hidden').length;
   return {height: Math.max(bottom, s.scrollHeight), width: Math.max(right, s.scrollWidth),
-          maths, typeset, errors, raw, figures: figures.length, shown,
+          maths, typeset, errors, raw, figures: figures.length, shown, checks,
           images: images.length, broken: images.filter(i => !i.complete || i.naturalWidth === 0).length};
 }"""
 
@@ -282,10 +394,16 @@ def decks(built_book):
                 # the slide as it opens (its figure hidden, a fragment), then revealed: measured revealed
                 page.evaluate(f"() => Reveal.slide({i}, 0, -1)")
                 page.wait_for_timeout(50)
-                before = page.evaluate(MEASURE_JS)["shown"]
+                before = page.evaluate(MEASURE_JS)
                 page.evaluate("() => { while (Reveal.nextFragment()) {} }")
                 page.wait_for_timeout(250)
-                measured.append({**page.evaluate(MEASURE_JS), "shown_before": before})
+                measured.append(
+                    {
+                        **page.evaluate(MEASURE_JS),
+                        "shown_before": before["shown"],
+                        "checks_before": before["checks"],
+                    }
+                )
             printed = context.new_page()
             printed.goto(deck.as_uri() + "?print-pdf", wait_until="load")
             printed.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=60_000)
@@ -345,6 +463,11 @@ def test_the_deck_fits_its_frame_typesets_its_formulas_and_needs_no_network(deck
                 f"{where}: a figure is not a fragment ({m['shown_before']} of {m['figures']} shown "
                 f"as the slide opens, {m['shown']} after the key presses)"
             )
+        if m["figures"] and m["checks_before"]:
+            problems.append(
+                f"{where}: {m['checks_before']} check(s) shown before the figure (they "
+                "would give its answer away: a figure slide's check is in its fragment)"
+            )
     outside = [u for u in d["requests"] if not u.startswith(("file:", "data:"))]
     assert not outside, f"{md.stem}: requests that leave the machine: {outside}"
     assert not d["errors"], f"{md.stem}: JavaScript errors {d['errors']}"
@@ -367,6 +490,30 @@ def test_the_lessons_and_the_instructor_page_link_the_decks(decks):
         assert f"../slides/{md.stem}.html" in instructor, (
             f"the instructor page does not link {md.stem}"
         )
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("md", LESSONS, ids=page_name)
+def test_the_decks_number_exercises_as_the_lesson_pages_do(built_book, md):
+    """Every exercise on a slide carries the number the lesson's page gives it
+    (sphinx-exercise's "Exercise 2.1"), which the instructor plan uses too."""
+    rc, log, stage = built_book
+    assert rc == 0, log[-3000:]
+    html = stage / "_build" / "html"
+    site = dict(
+        re.findall(
+            r'<div class="exercise[\w -]*" id="([\w-]+)">\s*'
+            r'<p class="admonition-title"><span class="caption-number">'
+            r"(Exercise [\d.]+) </span>",
+            (html / "book" / f"{md.stem}.html").read_text(encoding="utf-8"),
+        )
+    )
+    deck = (html / "slides" / f"{md.stem}.html").read_text(encoding="utf-8")
+    exercise = r'<div class="exercise" data-label="([\w-]+)">'
+    exercise += r'<p class="exercise-title">(.*?):'
+    shown = re.findall(exercise, deck)
+    for label, name in shown:
+        assert site.get(label) == name, (md.stem, label, name, site)
 
 
 def test_the_deck_list_counts_slides_as_the_plan_does(tmp_path):

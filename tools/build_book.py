@@ -244,6 +244,38 @@ def strip_unused_widget_state(nb) -> None:
         nb.metadata.pop("widgets", None)
 
 
+def keep_image_widths_only(nb) -> int:
+    """Show every high-resolution figure at its logical width, scaled whole; return how
+    many outputs changed.
+
+    The lessons' figures are 2x PNGs (``use_book_style``: IPython's ``retina`` format),
+    whose metadata holds their logical ``width`` and ``height``. myst-nb writes both
+    into the ``<img>``'s inline style, and a fixed height would stretch a figure that
+    the page's CSS (``max-width: 100%``) narrows on a phone: the ``height`` is dropped,
+    and the site shows the figure at its logical width and scales it whole (Jupyter
+    does the same). An image with a width would also become a link to its PNG (Sphinx's
+    ``html_scaled_image_link``), which the reader's overlay skips: the cell's images get
+    Sphinx's ``no-scaled-link`` class, so that a tap opens the figure in the overlay."""
+    changed = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        sized = False
+        for o in cell.get("outputs", []):
+            shown = o.get("metadata", {}).get("image/png", {})
+            if "width" in shown:
+                sized = True
+                if "height" in shown:
+                    del shown["height"]
+                    changed += 1
+        if sized:
+            image = cell.metadata.setdefault("mystnb", {}).setdefault("image", {})
+            classes = str(image.get("classes", "")).split()
+            if "no-scaled-link" not in classes:
+                image["classes"] = " ".join([*classes, "no-scaled-link"])
+    return changed
+
+
 def use_static_explorer() -> None:
     """Put ``book/_ext`` (the explorers' static-frame builder) on the ``PYTHONPATH`` kernels inherit."""
     ext = str(ROOT / "book" / "_ext")
@@ -327,6 +359,7 @@ def execute_one(
                     next((x for x in cell.source.splitlines() if x.strip()), "")[:70],
                 )
         strip_unused_widget_state(out)
+        keep_image_widths_only(out)
         nbformat.write(out, out_path)
     return {
         "chapter": page_name(md_path),

@@ -45,7 +45,10 @@ The items of a slide are drawn in the order they are written; ``notes`` are neve
 full width), so its slide shows a short caption: "Figure N.M." and the first sentence of
 the lesson's caption, or the slide's own ``caption`` where that sentence does not serve
 (with only numbers the lesson's caption has). The whole caption opens the slide's
-presenter notes, and a check on a figure slide is drawn compact.
+presenter notes, and a check on a figure slide is drawn compact. The figure appears on a
+key press, once the room has predicted it, and the slide's check with it (one fragment:
+its numbers would give the figure's answer away). The figure is the lesson's 2x PNG,
+laid out at the size the lesson shows it at: sharp on a projector.
 
 **Numbers the lesson printed, in any text.** In ``title``, ``text``, ``notes`` and an exercise's ``text``,
 the role ``{printed}`C_soft = ``` becomes the first number of the line the lesson printed that starts
@@ -58,7 +61,9 @@ that line: an outline states no number of its own that a rerun of the lesson cou
 refuses an exercise slide that would show code (an inline code span: a notebook's name), and an override
 text with a number the lesson's statement does not have (numbers come from the lesson, or from
 ``{printed}``). Every exercise slide has presenter notes (``tests/test_kit_slides.py``): what to ask, what
-the answer looks like, how long to give.
+the answer looks like, how long to give. An exercise is named as the lesson's page and
+the instructor plan name it, "Exercise 2.1: The limit for a Gaussian mixture": from the
+lesson's number and the exercise's place among the lesson's numbered exercises.
 """
 
 from __future__ import annotations
@@ -123,6 +128,12 @@ class Lesson:
     mode: str
     blocks: dict = field(default_factory=dict)  # label -> Block
     figures: dict = field(default_factory=dict)  # label -> (png bytes, caption, alt, number)
+    # label -> (width, height) at which the lesson shows the figure: a high-resolution
+    # PNG has more pixels (twice as many in each direction) than that logical size
+    figure_sizes: dict = field(default_factory=dict)
+    # label -> the exercise's number in its lesson (as sphinx-exercise numbers them:
+    # 1, 2, ... in reading order)
+    exercise_numbers: dict = field(default_factory=dict)
     prints: list = field(default_factory=list)  # (line, cell is visible, cell calls a check)
     markdown: list = field(default_factory=list)  # the markdown cells' sources, in order
 
@@ -168,6 +179,9 @@ def read_lesson(ipynb: Path, number: int) -> Lesson:
             for block in directive_blocks(source):
                 if "label" in block.options:
                     lesson.blocks[block.options["label"]] = block
+                if block.name == "exercise" and "nonumber" not in block.options:
+                    k = len(lesson.exercise_numbers) + 1
+                    lesson.exercise_numbers[block.options.get("label", f"#{k}")] = k
             continue
         if cell["cell_type"] != "code":
             continue
@@ -176,14 +190,16 @@ def read_lesson(ipynb: Path, number: int) -> Lesson:
         figure = meta.get("mystnb", {}).get("figure")
         if figure and figure.get("name"):
             n_fig += 1
-            pngs = [
-                o["data"]["image/png"]
-                for o in cell.get("outputs", [])
-                if "image/png" in o.get("data", {})
-            ]
-            png = base64.b64decode("".join(pngs[-1])) if pngs else None
+            outs = cell.get("outputs", [])
+            pngs = [o for o in outs if "image/png" in o.get("data", {})]
+            png = None
+            if pngs:
+                png = base64.b64decode("".join(pngs[-1]["data"]["image/png"]))
             alt = meta.get("mystnb", {}).get("image", {}).get("alt", "")
             lesson.figures[figure["name"]] = (png, figure.get("caption", ""), alt, n_fig)
+            if png is not None:
+                shown = pngs[-1].get("metadata", {}).get("image/png", {})
+                lesson.figure_sizes[figure["name"]] = logical_size(png, shown)
         visible = not (tags & HIDDEN_TAGS)
         calls = bool(CHECK_CALL.search(source))
         for o in cell.get("outputs", []):
@@ -445,6 +461,15 @@ def exercise_statement(lesson: Lesson, entry, where: str) -> tuple[str, str]:
     return label, shown
 
 
+def exercise_name(lesson: Lesson, label: str) -> str:
+    """An exercise's name as the site (sphinx-exercise) and the instructor plan give it:
+    "Exercise 2.1" for the first numbered exercise of lesson 2, from the lesson's number
+    and the exercise's place among the lesson's numbered exercises (a ``:nonumber:`` one
+    is plain "Exercise")."""
+    n = lesson.exercise_numbers.get(label)
+    return "Exercise" if n is None else f"Exercise {lesson.number}.{n}"
+
+
 def first_sentence(caption: str) -> str:
     """The first sentence of a MyST caption: up to the first ``.``, ``!`` or ``?`` that
     a space (or the end) follows, outside math, roles and brackets, and not after an
@@ -478,6 +503,20 @@ def png_size(png: bytes) -> tuple[int, int]:
     return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
 
 
+def logical_size(png: bytes, shown: dict) -> tuple[int, int]:
+    """The size at which a lesson shows a PNG figure: the ``width`` (and ``height``) of
+    its output's metadata, where IPython's ``retina`` format puts the logical size of a
+    2x PNG; else its pixels. Without ``height`` (tools/build_book.py drops it), the
+    height follows from the width and the PNG's shape."""
+    w, h = png_size(png)
+    try:
+        width = float(shown.get("width", w))
+        height = float(shown.get("height", h * width / w))
+    except (TypeError, ValueError):
+        return w, h
+    return round(width), round(height)
+
+
 def render_slide(lesson: Lesson, r: Renderer, slide: dict, index: int, assets: Path, rel: str):
     """The ``<section>`` of one slide, and the figure files it needs ({name: bytes})."""
     where = f"book/slides/{lesson.stem}.yml, slide {index}"
@@ -498,6 +537,15 @@ def _render_slide(lesson: Lesson, r: Renderer, slide: dict, where: str, rel: str
     parts, files, classes, extra_notes, lead_notes = [], {}, [], [], []
     if "caption" in slide and "figure" not in slide:
         raise OutlineError(f"{where}: `caption` is the short caption of a `figure`")
+    # On a figure slide the figure is a fragment (it appears on a key press, once the
+    # room has predicted it), and so is the check: numbers printed before the figure
+    # shows would give its answer away. Both have reveal.js's fragment index 0: they
+    # appear together.
+    index = ' data-fragment-index="0"'
+    figure_attrs = f' class="fragment"{index}'
+    check_attrs = ' class="check"'
+    if "figure" in slide:
+        check_attrs = f' class="check fragment"{index}'
     for key, value in slide.items():
         if key == "title":
             parts.append(f"<h2>{r.inline(str(value))}</h2>")
@@ -524,7 +572,10 @@ def _render_slide(lesson: Lesson, r: Renderer, slide: dict, where: str, rel: str
                     f"{where}: figure {label!r} has no PNG output in the executed lesson"
                 )
             files[f"{label}.png"] = png
-            w, h = png_size(png)
+            # the size the lesson shows it at (its shape, for the deck's layout); the
+            # deck draws it at the height its slide leaves, from the PNG's pixels (twice
+            # that size in each direction: sharp on a projector)
+            w, h = lesson.figure_sizes.get(label) or png_size(png)
             classes.append("has-figure")
             caption = " ".join(caption.split())
             number = f"Figure {lesson.number}.{n}."
@@ -543,7 +594,8 @@ def _render_slide(lesson: Lesson, r: Renderer, slide: dict, where: str, rel: str
             parts.append(
                 # a fragment: the figure appears on the next key press, once the room has predicted
                 # it (the notes ask for that); it takes its room from the start, and prints shown
-                f'<figure class="fragment" data-label="{label}"><img src="{rel}/{label}.png" '
+                f'<figure{figure_attrs} data-label="{label}">'
+                f'<img src="{rel}/{label}.png" '
                 f'data-width="{w}" data-height="{h}" '
                 f'alt="{html.escape(alt, quote=True)}"><figcaption><span class="fig-number">'
                 f"{number}</span> {r.inline(short)}</figcaption></figure>"
@@ -556,7 +608,8 @@ def _render_slide(lesson: Lesson, r: Renderer, slide: dict, where: str, rel: str
                 else ""
             )
             parts.append(
-                '<div class="check"><p class="check-title">The lesson\'s check printed, in this '
+                f"<div{check_attrs}>"
+                '<p class="check-title">The lesson\'s check printed, in this '
                 f"build ({html.escape(lesson.mode)} mode).{gloss}</p><pre>"
                 + "\n".join(html.escape(x) for x in lines)
                 + "</pre></div>"
@@ -567,8 +620,10 @@ def _render_slide(lesson: Lesson, r: Renderer, slide: dict, where: str, rel: str
                 b = lesson.blocks[label]
                 kind = " (conceptual)" if "conceptual" in b.options.get("class", "") else ""
                 parts.append(
-                    f'<div class="exercise" data-label="{label}"><p class="exercise-title">Exercise: '
-                    f"{r.inline(b.title)}{kind}</p>{r.block(shown)}</div>"
+                    f'<div class="exercise" data-label="{label}">'
+                    '<p class="exercise-title">'
+                    f"{exercise_name(lesson, label)}: {r.inline(b.title)}{kind}</p>"
+                    f"{r.block(shown)}</div>"
                 )
         elif key == "section":
             parts.append(
@@ -876,6 +931,7 @@ def build_deck(stem: str, stage: Path, number: int, *, write: bool = True) -> di
         "slides": len(sections),
         "figures": sorted(files),
         "path": out / f"{stem}.html",
+        "html": deck,
     }
 
 

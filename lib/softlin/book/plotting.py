@@ -20,7 +20,13 @@ LINESTYLES = ["-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1
 
 
 def use_book_style() -> None:
-    """Set matplotlib's rcParams to the book's style (colour, marker and line-style cycles together)."""
+    """Set matplotlib's rcParams to the book's style (colour, marker and line-style
+    cycles together).
+
+    In a notebook, figures are also shown as high-resolution ("retina") PNGs: twice the
+    pixels of ``figure.dpi``, with the logical size in the output's metadata, so that
+    the site shows each figure at the same size as before, sharp on a high-density
+    screen and on a projected slide."""
     n = len(OKABE_ITO)
     mpl.rcParams.update(
         {
@@ -46,6 +52,32 @@ def use_book_style() -> None:
             "savefig.facecolor": "white",
         }
     )
+    _retina_inline_figures()
+
+
+def _retina_inline_figures() -> None:
+    """Show a notebook's figures as 2x PNGs (IPython's ``retina`` format), in IPython.
+
+    The inline backend's ``figure_formats`` is set, not only the formatters of this
+    moment: the backend selects its formats when it first starts (at the first ``import
+    matplotlib.pyplot``) and would otherwise put back plain PNGs. Outside IPython (a
+    script, the tests) nothing changes."""
+    try:
+        from IPython import get_ipython
+        from matplotlib_inline.config import InlineBackend
+    except ImportError:  # pragma: no cover (the book's environment has both)
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    cfg = InlineBackend.instance(parent=shell)
+    if cfg.figure_formats != {"retina"}:
+        # re-selects the formatters once the backend runs
+        cfg.figure_formats = {"retina"}
+    if cfg.shell is None:  # the backend has not started yet: select them now too
+        from IPython.core.pylabtools import select_figure_formats
+
+        select_figure_formats(shell, {"retina"}, **cfg.print_figure_kwargs)
 
 
 def series_styles(n: int) -> list[dict]:
