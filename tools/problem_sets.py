@@ -83,6 +83,7 @@ import math
 import random
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import zipfile
@@ -593,11 +594,12 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         " (in the book's repository; `--csv grades.csv` writes a gradebook).",
         "",
         "Without the repository, otter alone runs the same public and hidden tests (no Docker). Install, "
-        f'once: `pip install otter-grader==7.0.0 torch scipy "{softlin}"` (the commit these sets were '
-        "built from); then, for each submission, "
-        "`otter run -a NAME/autograder/autograder.zip -o results/FILE FILE.ipynb`: the points of each "
-        "autograded question land in `results/FILE/results.json`. The questions graded by hand are in "
-        "each set's rubric.md.",
+        "once, otter and softlin at the commit these sets were built from, from the wheel beside this "
+        "file: `pip install otter-grader==7.0.0 torch scipy ./softlin-*.whl` (or, with network, "
+        f'`pip install otter-grader==7.0.0 torch scipy "{softlin}"`); then, for each submission, '
+        "`mkdir -p results/FILE && otter run -a NAME/autograder/autograder.zip -o results/FILE "
+        "FILE.ipynb`: the points of each autograded question land in `results/FILE/results.json`. The "
+        "questions graded by hand are in each set's rubric.md.",
         "",
         "Each set's rubric.md gives the points per question and the rubrics of the questions graded by hand.",
         "Each autograder.zip is also otter's Gradescope autograder (a Programming Assignment's autograder "
@@ -804,9 +806,26 @@ def main(argv=None) -> int:
         print(
             f"problem_sets: {name} -> {result.relative_to(ROOT) if result.is_relative_to(ROOT) else result}"
         )
+    wheel = build_wheel(out)
+    print(f"problem_sets: {wheel.name}, for grading without the repository")
     readme(known if not args.names else names, out, args.variant)
     zip_students(names, out)
     return 0
+
+
+def build_wheel(out: Path) -> Path:
+    """A wheel of softlin at this checkout, in ``out``, so that ``otter run`` can grade where the
+    repository is not at hand (``pip install ./softlin-*.whl``); its path."""
+    for old in out.glob("softlin-*.whl"):
+        old.unlink()
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(ROOT), "-w", str(out)],
+        check=True,
+    )
+    wheels = sorted(out.glob("softlin-*.whl"))
+    if len(wheels) != 1:
+        raise SystemExit(f"problem_sets: pip wheel left {len(wheels)} softlin wheels in {out}")
+    return wheels[0]
 
 
 if __name__ == "__main__":
