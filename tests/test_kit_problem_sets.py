@@ -648,3 +648,71 @@ def test_the_student_versions_check_answers_under_colab(built, tmp_path, name):
     }
     print(name, "passed:", sorted(passed), "of", public, "with", filled, "functions filled in")
     assert len(passed) == filled and passed != set(public), (name, checks)
+
+
+# The slips a lecturer tried, each of which passed every public check of its question before these
+# checks were added (review round 11): each must now fail at least one public check.
+SLIPS = {
+    ("ps1_measures", "q1"): (  # the fourth cumulant without its -3 sigma^4
+        "def tilt_coefficients(x, p):\n"
+        "    c = x - p @ x\n"
+        "    return float(p @ c**3 / 2), float(p @ c**4 / 6)\n"
+    ),
+    ("ps1_measures", "q2"): "def exponential_limit(a):\n    return 1 / (1.0 - a)\n",  # no domain
+    ("ps2_concentration", "q1"): (  # the domain of T(a), a < lambda, not that of C_1, a < lambda / 2
+        "def exponential_constant(a):\n"
+        "    lam = 1.0\n"
+        "    if a >= lam:\n"
+        "        return math.inf\n"
+        "    return (lam * lam - 2 * a * lam + 2 * a * a) / (lam * abs(lam - 2 * a) ** 3)\n"
+    ),
+    ("ps3_regression", "q1"): "def ratio_at_optimum(Sigma):\n    return 6.19\n",  # a typed constant
+    ("ps3_regression", "q2"): (  # a wrong tilt, with the right ratio formula
+        "def best_tilt(d):\n    return 1 / (d + 2)\n"
+        "def best_ratio(d):\n"
+        "    c = best_tilt(d)\n"
+        "    return (1 - c) / (c * (1 - 2 * c) ** (d / 2 + 1) * (d + 1))\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name,q", sorted(SLIPS))
+def test_a_common_slip_fails_a_public_check(name, q):
+    """The student's own run of the public checks catches the slips a grader sees most, so that
+    "All test cases passed!" is not printed for them; the model solution passes the same checks."""
+    import math
+
+    import torch
+
+    import softlin as sl
+    from softlin import icl
+
+    _, public = _questions_code(problem_sets.source(name))[q]
+    assert public, (name, q)
+    base = {"math": math, "torch": torch, "sl": sl, "icl": icl, "Sigma": icl.kms_covariance(5, 0.5)}
+    with torch_default_float64():
+        failed = []
+        for check in public:
+            scope = dict(base)
+            exec(SLIPS[name, q], scope)
+            try:
+                exec(check, scope)
+            except AssertionError:
+                failed.append(check.split("failure_message:")[1].split("\n")[0].strip())
+    assert failed, f"{name} {q}: the slip passes every public check"
+    print(name, q, "caught by:", failed)
+
+
+class torch_default_float64:
+    """The problem sets' setup cell sets float64 as torch's default dtype."""
+
+    def __enter__(self):
+        import torch
+
+        self.old = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float64)
+
+    def __exit__(self, *exc):
+        import torch
+
+        torch.set_default_dtype(self.old)

@@ -327,10 +327,21 @@ class Renderer:
         return ROLE.sub(self.role, TARGET.sub("", source))
 
     def block(self, source: str) -> str:
-        return self.md.render(self.text(source))
+        return keep_punctuation(self.md.render(self.text(source)))
 
     def inline(self, source: str) -> str:
-        return self.md.renderInline(self.text(source))
+        return keep_punctuation(self.md.renderInline(self.text(source)))
+
+
+#: Inline math and the punctuation right after it: kept on one line, so that a line never starts
+#: with the ":" or "?" that ends a formula.
+MATH_THEN_PUNCTUATION = re.compile(
+    r'((?:<span class="math inline">)?\\\((?:(?!\\\)).)*?\\\)(?:</span>)?)([.,;:?!]+)', re.S
+)
+
+
+def keep_punctuation(rendered: str) -> str:
+    return MATH_THEN_PUNCTUATION.sub(r'<span class="nobr">\1\2</span>', rendered)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -751,6 +762,7 @@ CSS = """/* The book's slide decks (tools/slides.py): 1280 x 720, reveal.js whit
 .reveal ul, .reveal ol { display: block; margin-left: 1.1em; }
 .reveal li { margin: 0.15em 0; }
 .reveal .subtitle { color: #555; font-size: 0.85em; }
+.reveal .nobr { white-space: nowrap; }
 .reveal .prf { border-left: 6px solid #0072B2; background: #f2f7fb; padding: 0.3em 0.8em; margin: 0.4em 0; }
 .reveal .prf-title { font-weight: 600; margin-top: 0.1em; }
 .reveal .prf-kind { color: #0072B2; margin-right: 0.3em; }
