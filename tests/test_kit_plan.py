@@ -96,3 +96,33 @@ def test_each_deck_gets_3_to_4_minutes_a_slide():
             )
             seen.append(int(n))
     assert sorted(seen) == list(range(1, len(decks) + 1)), seen
+
+
+def run_sheets() -> list[list[tuple[str, int, str]]]:
+    """The run sheets' rows, (clock, minutes, what), one list per session."""
+    part = PLAN.split("### Run sheets", 1)[1].split("\n## ", 1)[0]
+    sheets = part.split("\n**Session ")[1:]
+    rows = []
+    for sheet in sheets:
+        found = re.findall(r"^\| (\d:\d\d) \| (\d+) \| ([^|]+) \|", sheet, re.M)
+        rows.append([(clock, int(m), what.strip()) for clock, m, what in found])
+    return rows
+
+
+def test_each_run_sheet_is_its_session_of_the_plan_minute_by_minute():
+    """A run sheet per session: its minutes are the plan's items, in order; its clock starts at 0:00 and
+    adds them up, and the session ends at 1:30; its decks and exercise are the plan's."""
+    sheets = run_sheets()
+    assert len(sheets) == 3, [len(s) for s in sheets]
+    for n, (row, sheet) in enumerate(zip(session_rows(), sheets), 1):
+        in_class = row.split("|")[3]
+        planned = [int(m) for m in re.findall(r"(?:^|·)\s*(\d+)\s", in_class)]
+        assert [m for _, m, _ in sheet] == planned, (n, sheet, planned)
+        clock = 0
+        for at, minutes, what in sheet:
+            h, m = map(int, at.split(":"))
+            assert 60 * h + m == clock, (n, at, what, clock)
+            clock += minutes
+        assert clock == 90, n
+        for deck in re.findall(r"(?:^|·)\s*\d+ deck (\d)", in_class):
+            assert any(what.startswith(f"Deck {deck}:") for _, _, what in sheet), (n, deck)
