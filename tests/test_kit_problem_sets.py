@@ -156,7 +156,8 @@ def test_each_public_check_uses_only_its_own_question():
 def test_a_variant_draws_the_rate_from_a_continuous_range():
     rates = [problem_sets.parameters(s)["ps1_measures"]["lam"] for s in range(200)]
     lo, hi = problem_sets.RATES
-    assert all(lo <= r <= hi and abs(r - 1) >= 0.05 for r in rates), rates
+    d = problem_sets.DEFAULT_RATE
+    assert all(lo <= r <= hi and abs(r - d) >= 0.05 * d for r in rates), rates
     assert len(set(rates)) > 150, len(
         set(rates)
     )  # three significant digits, not a handful of values
@@ -658,13 +659,26 @@ SLIPS = {
         "    c = x - p @ x\n"
         "    return float(p @ c**3 / 2), float(p @ c**4 / 6)\n"
     ),
-    ("ps1_measures", "q2"): "def exponential_limit(a):\n    return 1 / (1.0 - a)\n",  # no domain
+    ("ps1_measures", "q2"): "def exponential_limit(a):\n    return 1 / (2.0 - a)\n",  # no domain
     ("ps2_concentration", "q1"): (  # the domain of T(a), a < lambda, not that of C_1, a < lambda / 2
         "def exponential_constant(a):\n"
-        "    lam = 1.0\n"
+        "    lam = 2.0\n"
         "    if a >= lam:\n"
         "        return math.inf\n"
         "    return (lam * lam - 2 * a * lam + 2 * a * a) / (lam * abs(lam - 2 * a) ** 3)\n"
+    ),
+    ("ps1_measures", "q2 mgf"): (  # the moment generating function, not the tilted mean
+        "def exponential_limit(a):\n    return 2.0 / (2.0 - a) if a < 2.0 else math.inf\n"
+    ),
+    ("ps2_concentration", "q2"): (  # the query mean left out (the centred queries' constant)
+        "def averaged_constant(U, V, Gamma, m_q):\n"
+        "    M = U.T @ Gamma @ U\n"
+        "    K = torch.eye(Gamma.shape[0]) - 2 * M\n"
+        "    if float(torch.linalg.eigvalsh(K).min()) <= 0:\n"
+        "        return math.inf\n"
+        "    S = torch.linalg.inv(K)\n"
+        "    B = U.T @ Gamma @ V.T @ V @ Gamma @ U\n"
+        "    return float(torch.det(K) ** -0.5 * (torch.trace(V @ Gamma @ V.T) + torch.trace(B @ S)))\n"
     ),
     ("ps3_regression", "q1"): "def ratio_at_optimum(Sigma):\n    return 6.19\n",  # a typed constant
     ("ps3_regression", "q2"): (  # a wrong tilt, with the right ratio formula
@@ -672,6 +686,12 @@ SLIPS = {
         "def best_ratio(d):\n"
         "    c = best_tilt(d)\n"
         "    return (1 - c) / (c * (1 - 2 * c) ** (d / 2 + 1) * (d + 1))\n"
+    ),
+    ("ps3_regression", "q2 exponent"): (  # the right tilt, and d / 2 for d / 2 + 1 in the ratio
+        "def best_tilt(d):\n    return ((d + 4) - math.sqrt(d * d + 4 * d + 8)) / (2 * (d + 2))\n"
+        "def best_ratio(d):\n"
+        "    c = best_tilt(d)\n"
+        "    return (1 - c) / (c * (1 - 2 * c) ** (d / 2) * (d + 1))\n"
     ),
 }
 
@@ -687,7 +707,7 @@ def test_a_common_slip_fails_a_public_check(name, q):
     import softlin as sl
     from softlin import icl
 
-    _, public = _questions_code(problem_sets.source(name))[q]
+    _, public = _questions_code(problem_sets.source(name))[q.split()[0]]
     assert public, (name, q)
     base = {"math": math, "torch": torch, "sl": sl, "icl": icl, "Sigma": icl.kms_covariance(5, 0.5)}
     with torch_default_float64():

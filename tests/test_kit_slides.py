@@ -531,3 +531,20 @@ def test_the_deck_list_counts_slides_as_the_plan_does(tmp_path):
     )
     assert slides.list_on_instructor_page(html) == 1
     assert "(a title slide and 9 slides; " in (html / "book" / "instructor.html").read_text()
+
+
+@pytest.mark.book
+def test_presenter_notes_hold_no_raw_tex(built_book):
+    """MathJax typesets the notes only inside \\( \\) and \\[ \\]: a "$" or a TeX command left outside
+    them (a formula the Markdown renderer broke, for instance at a line that starts with "+") would
+    reach the lecturer as raw text."""
+    rc, log, stage = built_book
+    assert rc == 0, log[-3000:]
+    raw = []
+    for deck in sorted((stage / "_build" / "html" / "slides").glob("*.html")):
+        page = deck.read_text()
+        for notes in re.findall(r'<aside class="notes">(.*?)</aside>', page, re.S):
+            outside = re.sub(r"\\\(.*?\\\)|\\\[.*?\\\]", "", notes, flags=re.S)
+            for m in re.finditer(r"\$|\\[A-Za-z]+", outside):
+                raw.append(f"{deck.stem}: {outside[max(0, m.start() - 60) : m.end() + 60]!r}")
+    assert not raw, "raw TeX in the presenter notes:\n" + "\n".join(raw)

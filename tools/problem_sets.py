@@ -114,7 +114,7 @@ def _inputs(rng: random.Random | None) -> dict:
     exponential tokens are in units of their rate ``lam``."""
     if rng is None:
         return {
-            "lam": 1,
+            "lam": DEFAULT_RATE,
             "ps1_seeds": (13, 14),
             "ps1_scale": (2, 7),
             "ps1_tilts": (-4.0, -0.7, 0.35, 0.8, 0.95),
@@ -175,17 +175,20 @@ def _inputs(rng: random.Random | None) -> dict:
 
 # A variant's rate of the exponential tokens is drawn log-uniformly from this range.
 RATES = (0.25, 4.0)
+#: The rate of the default sets: not 1, where lam / (lam - a) = 1 / (lam - a) and 1 / lam = lam, so that
+#: an answer that confuses a rate with a scale, or the limit with the generating function, is wrong there.
+DEFAULT_RATE = 2
 
 
 def _rate(rng: random.Random) -> float:
     """A variant's rate ``lam`` of the exponential tokens (sets 1 and 2): log-uniform on :data:`RATES`, to
-    three significant digits, and at least 5 % away from the default 1, so that every answer that scales
+    three significant digits, and at least 5 % away from the default (:data:`DEFAULT_RATE`), so that every answer that scales
     with the rate moves by far more than its hidden test's tolerance. Every question is scale-free in the
     rate (its tilts are drawn in units of ``lam``), so any rate gives a solvable set; the range keeps the
     numbers students see moderate (token means from 0.25 to 4) and the quadratures well conditioned."""
     while True:
         lam = float(f"{math.exp(rng.uniform(*map(math.log, RATES))):.3g}")
-        if abs(lam - 1) >= 0.05:
+        if abs(lam - DEFAULT_RATE) >= 0.05 * DEFAULT_RATE:
             return lam
 
 

@@ -230,11 +230,21 @@ def _ch5_tail(dim):
 @_key(
     "ex-ch6-linear",
     digits=3,
-    hint="Hint: expand H^-1 to first order in 1/L; tr(E Sigma^-1) collects the 1/L terms.",
+    hint="Hint: Sigma and H commute; per eigenvalue s of Sigma the error's term is "
+    "tau^2 s / (1 + k/L) with k = 1 + (tau^2 tr Sigma + gamma^2) / (tau^2 s).",
 )
 def _ch6_linear():
+    # the coefficient of 1/L^2 in the best linear attention's error, read off the library's exact error
+    # at two long prompts (Richardson extrapolation of L^2 (error - gamma^2 - l1 / L), l1 from C_lin)
     sigma = torch.diag(torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64))
-    return icl.large_prompt_constants(sigma, tau2=0.5, noise_var=1.0).linear
+    tau2, noise, d = 0.5, 1.0, 3
+    l1 = icl.large_prompt_constants(sigma, tau2=tau2, noise_var=noise).linear + noise * d
+
+    def scaled(L):
+        error = float(icl.linear_class_optimum(sigma, L, tau2=tau2, noise_var=noise)[1])
+        return L * L * (error - noise - l1 / L)
+
+    return 2 * scaled(20_000) - scaled(10_000)
 
 
 @_key(
