@@ -660,7 +660,10 @@ SLIPS = {
         "    return float(p @ c**3 / 2), float(p @ c**4 / 6)\n"
     ),
     ("ps1_measures", "q2"): "def exponential_limit(a):\n    return 1 / (2.0 - a)\n",  # no domain
-    ("ps2_concentration", "q1"): (  # the domain of T(a), a < lambda, not that of C_1, a < lambda / 2
+    (
+        "ps2_concentration",
+        "q1",
+    ): (  # the domain of T(a), a < lambda, not that of C_1, a < lambda / 2
         "def exponential_constant(a):\n"
         "    lam = 2.0\n"
         "    if a >= lam:\n"
@@ -702,9 +705,8 @@ def test_a_common_slip_fails_a_public_check(name, q):
     "All test cases passed!" is not printed for them; the model solution passes the same checks."""
     import math
 
-    import torch
-
     import softlin as sl
+    import torch
     from softlin import icl
 
     _, public = _questions_code(problem_sets.source(name))[q.split()[0]]

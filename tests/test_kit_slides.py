@@ -545,6 +545,8 @@ def test_presenter_notes_hold_no_raw_tex(built_book):
         page = deck.read_text()
         for notes in re.findall(r'<aside class="notes">(.*?)</aside>', page, re.S):
             outside = re.sub(r"\\\(.*?\\\)|\\\[.*?\\\]", "", notes, flags=re.S)
-            for m in re.finditer(r"\$|\\[A-Za-z]+", outside):
-                raw.append(f"{deck.stem}: {outside[max(0, m.start() - 60) : m.end() + 60]!r}")
+            raw.extend(
+                f"{deck.stem}: {outside[max(0, m.start() - 60) : m.end() + 60]!r}"
+                for m in re.finditer(r"\$|\\[A-Za-z]+", outside)
+            )
     assert not raw, "raw TeX in the presenter notes:\n" + "\n".join(raw)
