@@ -738,3 +738,17 @@ class torch_default_float64:
         import torch
 
         torch.set_default_dtype(self.old)
+
+
+def test_students_can_type_their_answers_in_jupyter(tmp_path):
+    """otter assign locks the cells of a question block ("editable": false), which Jupyter enforces: the
+    student versions must leave every cell editable (the answer cells among them)."""
+    import nbformat
+
+    for name in SETS:
+        result = problem_sets.build(name, tmp_path, run_tests=False)
+        nb = nbformat.read(result / "student" / f"{name}.ipynb", as_version=4)
+        locked = [c.source[:60] for c in nb.cells if c.metadata.get("editable") is False]
+        assert not locked, (name, locked)
+        answers = [c for c in nb.cells if c.cell_type == "code" and "..." in c.source]
+        assert answers, name  # the answer cells are there, with otter's "..." to replace

@@ -497,7 +497,23 @@ def add_colab_checks(notebook: Path, name: str) -> None:
         name=name,
     )
     cells[0].source = "\n".join(block if ln == line else ln for ln in cells[0].source.splitlines())
+    unlock(nb)
     nbformat.write(nb, notebook)
+
+
+def unlock(nb) -> int:
+    """Let students edit every cell of the notebook ``nb`` (in place; returns how many were locked).
+
+    otter assign 7 marks the cells of a question block ``"editable": false`` (and ``"deletable": false``),
+    the answer cells among them; Jupyter Notebook and JupyterLab enforce the flag, so a student could not
+    type an answer there (Colab and VS Code ignore it). The flag goes; ``deletable`` stays, so that the
+    cells the grader looks for are not deleted by mistake."""
+    locked = 0
+    for cell in nb.cells:
+        if cell.metadata.get("editable") is False:
+            del cell.metadata["editable"]
+            locked += 1
+    return locked
 
 
 # --- building, publishing, grading ---------------------------------------------------------------------
@@ -605,6 +621,9 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "questions graded by hand are in each set's rubric.md.",
         "",
         "Each set's rubric.md gives the points per question and the rubrics of the questions graded by hand.",
+        "The solution notebook to grade or to hand out after the deadline is NAME/autograder/NAME.ipynb; "
+        "masters/ holds the sources `otter assign` reads (tests and solutions in raw cells), not "
+        "notebooks to grade.",
         "Each autograder.zip is also otter's Gradescope autograder (a Programming Assignment's autograder "
         "configuration); the instructor page of the book says how to check it there first.",
         "",
