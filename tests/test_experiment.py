@@ -5,7 +5,7 @@ lesson 6 (softlin.icl.large_prompt_constants) against independent computations:
 - the committed file's trained models, rebuilt from their effective matrices, reproduce its errors;
 - the block ratios are invariant under the symmetries of the weights and vanish for the reduced model;
 - C_lin agrees with the first-order expansion of the linear class optimum derived by hand (lesson 6's
-  exercise), and C_soft with a Monte Carlo simulation of the reduced softmax model at the best tilt,
+  exercise), and C_soft with a Monte Carlo simulation of the reduced softmax model at the best scale,
   extrapolated over four prompt lengths; the Bayes risk's constant with a simulation of ridge.
 """
 
@@ -81,10 +81,10 @@ def test_the_linear_constant_is_the_hand_expansion(which, gen):
     d = Sigma.shape[0]
     assert abs(c.linear - 0.3 * (d + 1) * float(Sigma.trace())) < 1e-6
     assert c.bayes == pytest.approx(0.2 * d) and c.ratio == pytest.approx(c.softmax / c.linear)
-    assert 0 < c.tilt < float(icl.bayes_optimal_parameters(Sigma)[1]) / math.sqrt(2)
+    assert 0 < c.scale < float(icl.bayes_optimal_parameters(Sigma)[1]) / math.sqrt(2)
 
 
-def test_the_softmax_constant_matches_monte_carlo_at_the_best_tilt():
+def test_the_softmax_constant_matches_monte_carlo_at_the_best_scale():
     """L (error - noise) of the reduced softmax model at (r* A*, b*/r*), simulated with the task and
     noise integrated exactly (icl.finite_prompt_risk), at four lengths, extrapolated by a fit c + D/L
     (montecarlo.fit_limit): the intercept must match the delta-method V(r*) = C_soft + gamma^2 d within
@@ -96,8 +96,8 @@ def test_the_softmax_constant_matches_monte_carlo_at_the_best_tilt():
     Ls, values, errors = [250, 500, 1000, 2000], [], []
     for L in Ls:
         R, se = icl.finite_prompt_risk(
-            c.tilt * A,
-            b / c.tilt,
+            c.scale * A,
+            b / c.scale,
             Sigma.float(),
             L,
             n_prompts=12_000,
@@ -113,7 +113,7 @@ def test_the_softmax_constant_matches_monte_carlo_at_the_best_tilt():
     # and away from the tilt the constant is larger: r* is the minimum
     V = [
         2 * icl.risk_fluctuation_constant(r * A, b / r, Sigma, tau2=P.tau2, noise_var=P.noise_var)
-        for r in (0.9 * c.tilt, c.tilt, 1.1 * c.tilt)
+        for r in (0.9 * c.scale, c.scale, 1.1 * c.scale)
     ]
     assert V[1] < V[0] and V[1] < V[2]
 

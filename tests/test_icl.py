@@ -615,7 +615,7 @@ def test_zero_block_size_is_zero_for_the_reduced_model_and_scale_free(gen):
 def test_large_prompt_constants_see_the_covariance_only_through_its_trace(seed):
     """Lesson 6 (the large-prompt constants and the solution of ex-ch6-tilt): in c = r^2 / b*^2 the closed form of
     C_1-bar (the averaged C_1) involves Sigma only through tr Sigma, so C_soft, C_lin and the best c agree for covariances of one
-    trace, while the best tilt r* itself moves with b*. Both routes minimise numerically, so they agree to
+    trace, while the best scale r* itself moves with b*. Both routes minimise numerically, so they agree to
     the optimiser's tolerance (1e-6 relative is far above it and far below any real difference)."""
     g = torch.Generator().manual_seed(seed)
     d = 5
@@ -627,7 +627,7 @@ def test_large_prompt_constants_see_the_covariance_only_through_its_trace(seed):
     for name in ("softmax", "linear", "ratio"):
         a, b = getattr(got, name), getattr(ref, name)
         assert abs(a / b - 1) < 1e-6, f"seed {seed}: {name} {a:.8g} vs KMS {b:.8g} at equal trace"
-    c_got = got.tilt**2 / float(icl.bayes_optimal_parameters(Sigma)[1]) ** 2
-    c_ref = ref.tilt**2 / float(icl.bayes_optimal_parameters(icl.kms_covariance(d, 0.5))[1]) ** 2
+    c_got = got.scale**2 / float(icl.bayes_optimal_parameters(Sigma)[1]) ** 2
+    c_ref = ref.scale**2 / float(icl.bayes_optimal_parameters(icl.kms_covariance(d, 0.5))[1]) ** 2
     assert abs(c_got / c_ref - 1) < 1e-4, f"seed {seed}: best c {c_got:.6g} vs {c_ref:.6g}"
-    assert abs(got.tilt - ref.tilt) > 1e-3, "the best tilt r* should move with b*"
+    assert abs(got.scale - ref.scale) > 1e-3, "the best scale r* should move with b*"

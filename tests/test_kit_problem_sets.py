@@ -10,8 +10,8 @@ graded locally without Docker.
   point; the blank student version gets none; a plausible wrong answer gets less than all of its
   question's points: set 1's fourth central moment in place of the fourth cumulant, set 2's Gaussian
   constant e^{a^2}(1 + a^2) for exponential tokens and the centred queries' constant (the mean of the
-  queries ignored) for the off-centre question, and set 3's guessed tilt c = 1/4 in place of the best
-  tilt.
+  queries ignored) for the off-centre question, and set 3's guessed c = 1/4 in place of the best
+  c.
 * The public checks carry no points (all autograded points are on hidden checks), so an answer that
   only passes the public checks, such as a stub returning constants, earns nothing.
 * Shortcuts score nothing on their question (public check included): set 2's simulation replaced by
@@ -360,13 +360,13 @@ WRONG = {
         "    t = torch.trace(V @ Gamma @ V.T) + torch.trace(B @ torch.linalg.inv(K))\n"
         "    return float(torch.linalg.det(K) ** -0.5 * t)\n",
     ),
-    "ps3 a guessed tilt c = 1/4": (
+    "ps3 a guessed c = 1/4": (
         "ps3_regression",
         "q2",
-        "def best_tilt",
-        "def best_tilt(d):\n    return 0.25\n\n\n"
+        "def best_c",
+        "def best_c(d):\n    return 0.25\n\n\n"
         "def best_ratio(d):\n"
-        "    c = best_tilt(d)\n"
+        "    c = best_c(d)\n"
         "    return (1 - c) / (c * (1 - 2 * c) ** (d / 2 + 1) * (d + 1))\n",
     ),
     # l and k right, the second correction left at 0: the points for l and k, not those for k2
@@ -683,17 +683,26 @@ SLIPS = {
         "    B = U.T @ Gamma @ V.T @ V @ Gamma @ U\n"
         "    return float(torch.det(K) ** -0.5 * (torch.trace(V @ Gamma @ V.T) + torch.trace(B @ S)))\n"
     ),
+    ("ps1_measures", "q3"): "two_point_limit = 0.3 * -1.0 + 0.7 * 2.0\n",  # the plain mean, no tilt
+    ("ps1_measures", "q3 sign"): (  # the weights tilted the wrong way, e^{-a x}
+        "import math\n"
+        "_w1, _w2 = 0.3 * math.exp(-0.5 * -1.0), 0.7 * math.exp(-0.5 * 2.0)\n"
+        "two_point_limit = (_w1 * -1.0 + _w2 * 2.0) / (_w1 + _w2)\n"
+    ),
+    ("ps1_measures", "q3 affine"): (  # the Gaussian formula m + Var a for a two-point law
+        "two_point_limit = 1.1 + 0.5 * (0.3 * 1.0 + 0.7 * 4.0 - 1.1**2)\n"
+    ),
     ("ps3_regression", "q1"): "def ratio_at_optimum(Sigma):\n    return 6.19\n",  # a typed constant
     ("ps3_regression", "q2"): (  # a wrong tilt, with the right ratio formula
-        "def best_tilt(d):\n    return 1 / (d + 2)\n"
+        "def best_c(d):\n    return 1 / (d + 2)\n"
         "def best_ratio(d):\n"
-        "    c = best_tilt(d)\n"
+        "    c = best_c(d)\n"
         "    return (1 - c) / (c * (1 - 2 * c) ** (d / 2 + 1) * (d + 1))\n"
     ),
     ("ps3_regression", "q2 exponent"): (  # the right tilt, and d / 2 for d / 2 + 1 in the ratio
-        "def best_tilt(d):\n    return ((d + 4) - math.sqrt(d * d + 4 * d + 8)) / (2 * (d + 2))\n"
+        "def best_c(d):\n    return ((d + 4) - math.sqrt(d * d + 4 * d + 8)) / (2 * (d + 2))\n"
         "def best_ratio(d):\n"
-        "    c = best_tilt(d)\n"
+        "    c = best_c(d)\n"
         "    return (1 - c) / (c * (1 - 2 * c) ** (d / 2) * (d + 1))\n"
     ),
 }

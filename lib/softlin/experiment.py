@@ -478,7 +478,7 @@ def evaluate(models, protocol, L, *, n=None, baselines=True, device=None):
 
 
 #: A trained model is in the reduced basin when its :func:`zero_block_size` is below this. In the
-#: committed paper-scale runs the reduced basin's sizes are at most 0.01; the other basin's are printed
+#: committed paper-scale runs the reduced basin's sizes are at most 0.01; the read-out group's are printed
 #: by lesson 6 from the file (``LengthRun.block_ratios``).
 REDUCED_BASIN = 0.1
 

@@ -492,8 +492,8 @@ class LargePromptConstants(NamedTuple):
     """``L x (excess over the Bayes risk) -> C`` for the best model of each class (plain MSE)."""
 
     linear: float  #: C_lin, of the best linear attention (the closed-form class optimum)
-    softmax: float  #: C_soft, of the reduced softmax model at its best tilt (delta method)
-    tilt: float  #: r*, the best tilt as a fraction of A*'s (A = r* A*, b = b* / r*)
+    softmax: float  #: C_soft, of the reduced softmax model at its best scale (delta method)
+    scale: float  #: r*, the best scale of the curve (r A*, b* / r): A = r* A*, b = b* / r*
     bayes: float  #: the Bayes risk's own constant, noise_var d (subtracted from both)
     ratio: float  #: C_soft / C_lin: softmax at L does about as well as linear at L / ratio
 
@@ -505,7 +505,7 @@ def large_prompt_constants(Sigma, *, tau2=1.0, noise_var=0.0):
     + noise_var d) / L + O(L^-2)``, read off the closed form by Richardson extrapolation at ``L = 10^6``.
     Softmax: on the set ``b Sigma A = I`` (``A = r A*``, ``b = b*/r``) the error exceeds the noise by
     ``V(r) / L``, ``V`` twice :func:`risk_fluctuation_constant` with the noise, finite for
-    ``2 r^2 < b*^2``; its minimum over the tilt ``r`` is the reduced model's best (the finite-L optimum is
+    ``2 r^2 < b*^2``; its minimum over the scale ``r`` is the reduced model's best (the finite-L optimum is
     ``O(1/L)`` away, an ``O(L^-2)`` change). Bayes: ``noise_var + noise_var d / L + O(L^-2)``
     (``E (X^T X)^-1 = Sigma^-1 / (L - d - 1)``), subtracted from both. Prompt and query inputs
     ``N(0, Sigma)``; Sigma (d, d) positive definite, tau2 > 0, noise_var > 0. Returns a

@@ -84,8 +84,8 @@ class Quiz:
         key = "".join(c if c.isalnum() else "-" for c in self.lesson)
         out = [
             f'<div class="softlin-quiz" id="softlin-quiz-{key}"><style>{STYLE}</style>',
-            '<p class="sq-head"><strong>Quick quiz.</strong> <span class="sq-screen">Pick an answer: '
-            "its explanation appears below it. Try the others too.</span>"
+            '<p class="sq-head"><strong>Quick quiz.</strong> <span class="sq-screen">Note your first '
+            "answer's letter, then pick it: its explanation appears below it. Try the others too.</span>"
             '<span class="sq-print">Choose an answer; the online lesson explains each '
             "choice.</span></p>",
         ]
@@ -96,7 +96,7 @@ class Quiz:
                 verdict = ("sq-right", "Right.") if a["correct"] else ("sq-wrong", "Not quite.")
                 out.append(
                     f'<div class="sq-a"><input type="radio" name="{name}" id="{ident}">'
-                    f'<label for="{ident}">{html.escape(a["answer"])}</label>'
+                    f'<label for="{ident}">({chr(96 + j)}) {html.escape(a["answer"])}</label>'
                     f'<div class="sq-fb {verdict[0]}" role="status"><strong>{verdict[1]}</strong> '
                     f"{html.escape(a['feedback'])}</div></div>"
                 )
