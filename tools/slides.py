@@ -333,15 +333,19 @@ class Renderer:
         return keep_punctuation(self.md.renderInline(self.text(source)))
 
 
-#: Inline math and the punctuation right after it: kept on one line, so that a line never starts
-#: with the ":" or "?" that ends a formula.
+#: Inline math with the bracket right before it and the punctuation right after it: kept on one line,
+#: so that a line never starts with the ":" or "?" that ends a formula, nor ends on the "(" that opens it.
 MATH_THEN_PUNCTUATION = re.compile(
-    r'((?:<span class="math inline">)?\\\((?:(?!\\\)).)*?\\\)(?:</span>)?)([.,;:?!]+)', re.S
+    r'([(\[]?)((?:<span class="math inline">)?\\\((?:(?!\\\)).)*?\\\)(?:</span>)?)([.,;:?!)\]]*)',
+    re.S,
 )
 
 
 def keep_punctuation(rendered: str) -> str:
-    return MATH_THEN_PUNCTUATION.sub(r'<span class="nobr">\1\2</span>', rendered)
+    def nobr(m: re.Match) -> str:
+        return f'<span class="nobr">{m[0]}</span>' if m[1] or m[3] else m[0]
+
+    return MATH_THEN_PUNCTUATION.sub(nobr, rendered)
 
 
 # --------------------------------------------------------------------------------------------------
