@@ -84,3 +84,18 @@ def test_the_checker_sees_an_omission(tmp_path, monkeypatch):
 def test_the_checker_sees_a_second_meaning():
     text = NOTATION.read_text() + "\n| $s$ | the scores of the tokens | nowhere |\n"
     assert "s" in {k for k, m in table_entries(text).items() if len(m) > 1}
+
+
+def test_every_row_has_its_tables_columns():
+    """A stray ``|`` in a meaning would shift the "defined in" link into a column of its own."""
+    width, bad = None, []
+    for n, line in enumerate(NOTATION.read_text().splitlines(), 1):
+        if not line.startswith("|"):
+            width = None
+            continue
+        cells = len(re.sub(r"\$[^$]*\$", "$$", line).strip().strip("|").split("|"))
+        if width is None:
+            width = cells  # the table's header row
+        elif cells != width:
+            bad.append(f"line {n}: {cells} cells, the table's header has {width}")
+    assert not bad, "; ".join(bad)

@@ -341,6 +341,14 @@ MATH_THEN_PUNCTUATION = re.compile(
 )
 
 
+#: A number with an exponent (5.715e-11): the line may not break at its "-".
+EXPONENT_NUMBER = re.compile(r"[-+]?\d[\d.]*e[-+]\d+")
+
+
+def unbroken_numbers(escaped: str) -> str:
+    return EXPONENT_NUMBER.sub(lambda m: f'<span class="nobr">{m[0]}</span>', escaped)
+
+
 def keep_punctuation(rendered: str) -> str:
     def nobr(m: re.Match) -> str:
         return f'<span class="nobr">{m[0]}</span>' if m[1] or m[3] else m[0]
@@ -626,7 +634,7 @@ def _render_slide(lesson: Lesson, r: Renderer, slide: dict, where: str, rel: str
                 f"<div{check_attrs}>"
                 '<p class="check-title">The lesson\'s check printed, in this '
                 f"build ({html.escape(lesson.mode)} mode).{gloss}</p><pre>"
-                + "\n".join(html.escape(x) for x in lines)
+                + "\n".join(unbroken_numbers(html.escape(x)) for x in lines)
                 + "</pre></div>"
             )
         elif key == "exercises":
