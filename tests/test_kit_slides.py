@@ -338,6 +338,9 @@ def test_the_builder_fails_loudly_on_what_the_lesson_does_not_have(
 
 # --- the decks in the built site -----------------------------------------------------------------------
 
+# reveal.js's slide counter, bottom right, as the room reads it ("3/8")
+COUNTER_JS = "() => (document.querySelector('.reveal .slide-number') || {textContent: ''}).textContent.trim()"
+
 MEASURE_JS = """() => {
   const s = Reveal.getCurrentSlide();
   const box = s.getBoundingClientRect(), scale = Reveal.getScale();
@@ -388,8 +391,8 @@ def decks(built_book):
             page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
             page.goto(deck.as_uri(), wait_until="load")
             page.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=60_000)
-            n = page.evaluate("() => Reveal.getTotalSlides()")
-            measured = []
+            n = page.evaluate("() => Reveal.getHorizontalSlides().length")  # the title slide too
+            measured, counter = [], []
             for i in range(n):
                 # the slide as it opens (its figure hidden, a fragment), then revealed: measured revealed
                 page.evaluate(f"() => Reveal.slide({i}, 0, -1)")
@@ -397,6 +400,7 @@ def decks(built_book):
                 before = page.evaluate(MEASURE_JS)
                 page.evaluate("() => { while (Reveal.nextFragment()) {} }")
                 page.wait_for_timeout(250)
+                counter.append(page.evaluate(COUNTER_JS))
                 measured.append(
                     {
                         **page.evaluate(MEASURE_JS),
@@ -411,6 +415,7 @@ def decks(built_book):
             pdf = printed.pdf(print_background=True, prefer_css_page_size=True)
             found[md.stem] = {
                 "slides": n,
+                "counter": counter,
                 "measured": measured,
                 "requests": requests,
                 "errors": errors,
@@ -472,6 +477,12 @@ def test_the_deck_fits_its_frame_typesets_its_formulas_and_needs_no_network(deck
     assert not outside, f"{md.stem}: requests that leave the machine: {outside}"
     assert not d["errors"], f"{md.stem}: JavaScript errors {d['errors']}"
     assert not problems, "\n".join(problems)
+    after_title = d["slides"] - 1
+    expected = [""] + [f"{i}/{after_title}" for i in range(1, d["slides"])]
+    assert d["counter"][1:] == expected[1:], (
+        f"{md.stem}: the counter reads {d['counter']}; the plan numbers the slides after the title "
+        f"1 to {after_title}"
+    )
     assert d["pdf_pages"] == d["slides"], (
         f"{md.stem}: ?print-pdf printed {d['pdf_pages']} pages for {d['slides']} slides"
     )
@@ -518,7 +529,7 @@ def test_the_decks_number_exercises_as_the_lesson_pages_do(built_book, md):
 
 def test_the_deck_list_counts_slides_as_the_plan_does(tmp_path):
     """The instructor page's list of decks counts the slides after the title slide, as the plan's table
-    does (reveal.js's counter, which counts the title slide too, shows one more)."""
+    does (and reveal.js's counter: the title slide is uncounted)."""
     html = tmp_path / "html"
     (html / "book").mkdir(parents=True)
     (html / "slides").mkdir()

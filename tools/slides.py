@@ -827,7 +827,8 @@ def title_slide(lesson: Lesson, r: Renderer, outline: Path, lab: bool) -> str:
     goals = objectives(lesson)
     goals = f'<div class="objectives">{r.block(goals)}</div>\n' if goals else ""
     return (
-        '<section class="title-slide">\n'
+        # uncounted: the counter, bottom right, numbers the slides after it 1, 2, ..., as the plan does
+        '<section class="title-slide" data-visibility="uncounted">\n'
         f'<p class="subtitle">Lesson {lesson.number} · Softmax as Linear Attention, Executed</p>\n'
         f"<h1>{html.escape(lesson.title)}</h1>\n"
         f"{goals}"
