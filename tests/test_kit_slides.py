@@ -339,7 +339,10 @@ def test_the_builder_fails_loudly_on_what_the_lesson_does_not_have(
 # --- the decks in the built site -----------------------------------------------------------------------
 
 # reveal.js's slide counter, bottom right, as the room reads it ("3/8")
-COUNTER_JS = "() => (document.querySelector('.reveal .slide-number') || {textContent: ''}).textContent.trim()"
+COUNTER_JS = (
+    "() => (document.querySelector('.reveal .slide-number') || {textContent: ''})"
+    ".textContent.replace(/\\s+/g, '')"
+)
 
 MEASURE_JS = """() => {
   const s = Reveal.getCurrentSlide();

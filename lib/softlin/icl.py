@@ -495,7 +495,7 @@ class LargePromptConstants(NamedTuple):
     softmax: float  #: C_soft, of the reduced softmax model at its best scale (delta method)
     scale: float  #: r*, the best scale of the curve (r A*, b* / r): A = r* A*, b = b* / r*
     bayes: float  #: the Bayes risk's own constant, noise_var d (subtracted from both)
-    ratio: float  #: C_soft / C_lin: softmax at L does about as well as linear at L / ratio
+    ratio: float  #: C_soft / C_lin: softmax's excess at L is about linear's at L / ratio
 
 
 def large_prompt_constants(Sigma, *, tau2=1.0, noise_var=0.0):
