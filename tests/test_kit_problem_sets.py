@@ -723,6 +723,13 @@ SLIPS = {
         "    sq = 1000 * (out - 1 / (2.0 - 0.4)) ** 2\n"
         "    return float(sq.mean()), float(sq.std() / math.sqrt(n))\n"
     ),
+    ("ps2_concentration", "q1 edge"): (  # the domain a > lambda / 2, not a >= lambda / 2
+        "def exponential_constant(a):\n"
+        "    lam = 2.0\n"
+        "    if a > lam / 2:\n"
+        "        return math.inf\n"
+        "    return (lam * lam - 2 * a * lam + 2 * a * a) / (lam * (lam - 2 * a) ** 3)\n"
+    ),
     ("ps3_regression", "q1 edge"): (  # c > 1/2 for c >= 1/2: the edge c = 1/2 divides by zero
         "def ratio_at_optimum(Sigma):\n"
         "    d = Sigma.shape[0]\n"
@@ -801,3 +808,27 @@ def test_students_can_type_their_answers_in_jupyter(tmp_path):
         assert not locked, (name, locked)
         answers = [c for c in nb.cells if c.cell_type == "code" and "..." in c.source]
         assert answers, name  # the answer cells are there, with otter's "..." to replace
+
+
+def test_set_2_s_public_reference_value_is_the_quadrature_s():
+    """Set 2 question 2's public check for correlated tokens states C as a number (the quadrature that
+    computes it would hand the hidden points to whoever copies it): here it is recomputed, by
+    Gauss-Hermite quadrature over the queries, independently of the model solution's closed form."""
+    import softlin as sl
+    import torch
+
+    with torch_default_float64():
+        G = torch.tensor([[1.0, 0.3], [0.3, 0.5]])
+        U = torch.tensor([[0.3, 0.2], [-0.1, 0.4]])
+        V = torch.tensor([[1.0, -0.5], [0.2, 0.7], [0.0, 1.0]])
+        z, w = sl.gauss_hermite_rule(torch.tensor([0.5, -1.0]), torch.eye(2), 60)
+        a = z @ U.T
+        f = torch.exp(((a @ G) * a).sum(-1)) * (
+            torch.trace(V @ G @ V.T) + ((a @ G @ V.T) ** 2).sum(-1)
+        )
+        stated = re.search(r"_mq\) - ([\d.]+)\) < 1e-8", problem_sets.source("ps2_concentration"))
+        assert stated, "set 2's public check of a correlated Gamma was not found"
+        assert abs(float(stated.group(1)) - float(w @ f)) < 1e-12 * float(w @ f), (
+            stated.group(1),
+            float(w @ f),
+        )
