@@ -268,3 +268,34 @@ def test_a_stated_precision_accepts_the_rounded_key_and_rejects_a_wrong_digit(ca
     assert function(lambda x: 3.14 * x) and not function(lambda x: 3.13 * x)
     with pytest.raises(ValueError, match="digits must be a positive int"):
         make_check(lambda: 1.0, digits=0)
+
+
+def test_a_labelled_key_is_the_same_whatever_torch_default_dtype(capsys):
+    """A reader who restarts the kernel and runs only an exercise's cells has torch's float32 default:
+    every key that needs no chapter object gives the same verdict there (no dtype error, the float64
+    key's value still accepted, a value 10 % off still refused)."""
+    from softlin.book.exercises import KEYS
+
+    plain = {label: key for label, key in KEYS.items() if not key.objects and not key.inputs}
+    assert plain, (
+        "no exercise key without chapter objects and inputs: the test would assert nothing"
+    )
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)  # the pages' default: the keys' reference values
+    try:
+        keys = {label: key.compute() for label, key in plain.items()}
+        torch.set_default_dtype(torch.float32)
+        for label, value in keys.items():
+            assert widgets.answer_check(label, value), f"{label}: its own key refused in float32"
+            assert torch.get_default_dtype() == torch.float32, (
+                f"{label}: default dtype not restored"
+            )
+            off = (
+                np.asarray(value, dtype=float) * 1.1 + 0.1
+            )  # beyond any stated precision (at most two digits off)
+            assert not widgets.answer_check(label, off), (
+                f"{label}: a wrong answer accepted in float32"
+            )
+    finally:
+        torch.set_default_dtype(before)
+    capsys.readouterr()

@@ -210,6 +210,19 @@ def _shown_source(obj, *, docstring: bool = False) -> str:
     return "".join(line for line in lines if not line.rstrip().endswith("# validation"))
 
 
+def _in_float64(compute, *args, **objects):
+    """``compute(*args, **objects)`` with torch's default dtype float64 meanwhile, restored after: a key
+    does not depend on whether the reader's kernel ran the page's ``torch.set_default_dtype`` cell."""
+    import torch
+
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        return compute(*args, **objects)
+    finally:
+        torch.set_default_dtype(before)
+
+
 def answer_check(
     expected,
     *args,
@@ -225,8 +238,9 @@ def answer_check(
     ``answer_check(label, answer, **objects)`` (the chapters): checks ``answer`` against the key that
     :mod:`softlin.book.exercises` registers for the exercise ``label`` (e.g. ``"ex-ch1-one-token"``),
     computed from the chapter objects passed by keyword (the example's tensors, a chapter's own function);
-    prints the verdict and returns it. No notebook cell holds the key, so a student copy gives nothing
-    away. Raises KeyError for an unknown label and TypeError when the objects the key needs are not
+    prints the verdict and returns it. The key is computed in float64 whatever torch's default dtype (a
+    reader who restarts the kernel and runs only the exercise cells gets the same verdict). No notebook
+    cell holds the key, so a student copy gives nothing away. Raises KeyError for an unknown label and TypeError when the objects the key needs are not
     exactly those given.
 
     ``answer_check(expected, rtol=..., inputs=..., hint=...)`` (a chapter's draft, tests) returns the
@@ -249,7 +263,7 @@ def answer_check(
                 f"(keyword arguments), got {sorted(objects) or 'nothing'}"
             )
         check = make_check(
-            functools.partial(key.compute, **objects),
+            functools.partial(_in_float64, key.compute, **objects),
             rtol=key.rtol,
             atol=key.atol,
             digits=key.digits,
