@@ -126,3 +126,23 @@ def test_each_run_sheet_is_its_session_of_the_plan_minute_by_minute():
         assert clock == 90, n
         for deck in re.findall(r"(?:^|·)\s*\d+ deck (\d)", in_class):
             assert any(what.startswith(f"Deck {deck}:") for _, _, what in sheet), (n, deck)
+
+
+def test_the_plan_at_a_glance_is_the_plan():
+    """The one-screen table at the top of the instructor page names, per session, the lessons read, the
+    decks, the quizzes, the exercise and the problem set of the full plan's row."""
+    glance = PLAN.split("## At a glance", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in glance.splitlines() if re.match(r"^\| \d \|", line)]
+    assert len(rows) == 3, rows
+    numbers = {stem: n for n, stem in enumerate(LESSONS, 1)}
+    for n, (row, full) in enumerate(zip(rows, session_rows(), strict=True), 1):
+        read = [numbers[stem] for stem in SESSIONS[n]]
+        assert f"lessons {read[0]} and {read[1]}" in row, (n, row)
+        for exercise in re.findall(r"Exercise \d\.\d", full):
+            assert exercise in row, f"session {n}: {exercise} of the plan is not at a glance"
+        for deck in re.findall(r"\bdeck (\d)", full.split("|")[3]):
+            assert re.search(rf"decks? [\d, and]*\b{deck}\b", row), f"session {n}: deck {deck}"
+        for quiz in re.findall(r"\bquiz(?:zes)? (\d)(?: and (\d))?", full.split("|")[3]):
+            for q in filter(None, quiz):
+                assert re.search(rf"quiz(?:zes)? [\d, and]*\b{q}\b", row), f"session {n}: quiz {q}"
+        assert f"problem set {n}" in row, n

@@ -496,7 +496,10 @@ def test_the_deck_fits_its_frame_typesets_its_formulas_and_needs_no_network(deck
 def test_the_lessons_and_the_instructor_page_link_the_decks(decks):
     html, _ = decks
     instructor = (html / "book" / "instructor.html").read_text()
+    index = (html / "slides" / "index.html").read_text()
+    assert 'href="../book/instructor.html"' in index, "slides/index.html does not link the plan"
     for md in LESSONS:
+        assert f'href="{md.stem}.html"' in index, f"slides/index.html does not list {md.stem}"
         page = (html / "book" / f"{md.stem}.html").read_text()
         assert f'href="../slides/{md.stem}.html"' in page, (
             f"{md.stem}'s page does not link its deck"
@@ -545,6 +548,9 @@ def test_the_deck_list_counts_slides_as_the_plan_does(tmp_path):
     )
     assert slides.list_on_instructor_page(html) == 1
     assert "(a title slide and 9 slides; " in (html / "book" / "instructor.html").read_text()
+    assert slides.write_index(html) == 1
+    index = (html / "slides" / "index.html").read_text()
+    assert f'<a href="{stem}.html">Lesson 1: ' in index and "(a title slide and 9 slides; " in index
 
 
 @pytest.mark.book

@@ -120,9 +120,7 @@ def test_stamp_run_times_writes_the_measured_time_into_the_staged_notebook(tmp_p
     ]
     build_book.stamp_run_times(tmp_path, records, "default", 2)
     cells = json.loads(path.read_text())["cells"]
-    assert cells[0]["source"].startswith(
-        "**Run time:** 54 s in the build of these pages (`default` mode"
-    )
-    assert "2 chapters at a time" in cells[0]["source"]
+    assert cells[0]["source"].startswith("**Run time:** 54 s when this site was built (")
+    assert "CPU core" in cells[0]["source"] and "{doc}`status`" in cells[0]["source"]
     assert cells[1]["source"] == build_book.RUN_TIME_SOURCE  # code is left alone
     assert "about 4.1 minutes" in build_book.run_time_sentence({"seconds": 247.0}, "default", 1)

@@ -489,11 +489,11 @@ def run_time_sentence(record: dict, mode: str, jobs: int) -> str:
     """The measured replacement of RUN_TIME_SOURCE for one chapter's record."""
     seconds = record["seconds"]
     spent = f"{seconds:.0f} s" if seconds < 100 else f"about {seconds / 60:.1f} minutes"
-    shared = "" if jobs == 1 else f", {jobs} chapters at a time"
     cores = os.cpu_count() or 1
+    # the mode and the number of chapters run at once are on the status page, for those who need them
     return (
-        f"{spent} in the build of these pages (`{mode}` mode, {cores} CPU core{'s' if cores > 1 else ''}"
-        f"{shared}; " + "the {doc}`status` page has every chapter)"
+        f"{spent} when this site was built ({cores} CPU core{'s' if cores > 1 else ''}; "
+        + "the {doc}`status` page has every chapter's)"
     )
 
 

@@ -618,7 +618,9 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         f'`pip install otter-grader==7.0.0 torch scipy "{softlin}"`); then, for each submission, '
         "`mkdir -p results/FILE && otter run -a NAME/autograder/autograder.zip -o results/FILE "
         "FILE.ipynb`: the points of each autograded question land in `results/FILE/results.json`. The "
-        "questions graded by hand are in each set's rubric.md.",
+        "questions graded by hand are in each set's rubric.md. otter then prints \"No log found with "
+        'which to verify student scores": harmless here (these sets do not ask otter to log the '
+        "students' runs), the points are those of the tests it has just run.",
         "",
         "Each set's rubric.md gives the points per question and the rubrics of the questions graded by hand.",
         "The solution notebook to grade or to hand out after the deadline is NAME/autograder/NAME.ipynb; "

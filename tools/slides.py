@@ -836,10 +836,11 @@ def title_slide(lesson: Lesson, r: Renderer, outline: Path, lab: bool) -> str:
         f'<a href="../book/instructor.html">for instructors</a></p>\n'
         f'<p class="built">Figures and numbers: the executed lesson, this build '
         f"({html.escape(lesson.mode)} mode).</p>\n"
-        '<aside class="notes">The slides follow the order of the lesson (the exercises may come '
-        "before a closing slide); each figure and printed number comes from the lesson's own run. "
-        f"The outline is <code>book/slides/{outline.name}</code>. Keys: <code>s</code> opens these "
-        "notes, <code>?print-pdf</code> after the address prints the deck.</aside>\n"
+        '<aside class="notes">The students have read this lesson before the session. A figure '
+        "slide opens on its title: ask what the figure will show, then the next key press brings it "
+        "with its check. An exercise slide's notes give the answer and the minutes to allow. Each "
+        "figure and printed number is the lesson's own. To reorder or cut slides, edit "
+        f"<code>book/slides/{outline.name}</code> and rebuild.</aside>\n"
         "</section>"
     )
 
@@ -876,6 +877,57 @@ def link_from_lesson(html_dir: Path, stem: str) -> None:
 DECK_LIST = re.compile(r'<div id="slide-decks" class="slide-decks">.*?</div>', re.S)
 
 
+def deck_items(html_dir: Path, prefix: str) -> list[str]:
+    """One ``<li>`` per deck of the site, in lesson order: its link (``prefix`` + file name), its
+    number of slides after the title slide (as the plan counts them) and its print view."""
+    items = []
+    for n, md in enumerate(lessons(ROOT), 1):
+        deck = html_dir / "slides" / f"{md.stem}.html"
+        if deck.exists():
+            count = deck.read_text(encoding="utf-8").count("<section") - 1
+            title = html.escape(chapter_title(md))
+            items.append(
+                f'<li><a href="{prefix}{md.stem}.html">Lesson {n}: {title}</a> (a title slide and '
+                f'{count} slides; <a href="{prefix}{md.stem}.html?print-pdf">print view</a>)</li>'
+            )
+    return items
+
+
+INDEX = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Slides: one deck per lesson</title>
+<style>
+body {{ font-family: system-ui, sans-serif; max-width: 46rem; margin: 2rem auto; padding: 0 1rem;
+  line-height: 1.5; color: #222; }}
+li {{ margin: 0.4rem 0; }} a {{ color: #1a5fb4; }} kbd {{ border: 1px solid #bbb; border-radius: 3px;
+  padding: 0 0.3em; font-size: 0.9em; }}
+@media (prefers-color-scheme: dark) {{ body {{ background: #121212; color: #ddd; }} a {{ color: #8ab4f8; }} }}
+</style></head>
+<body>
+<h1>Slides: one deck per lesson</h1>
+<p>Each deck is built from its executed lesson: its figures and numbers are the lesson's own. The decks
+open offline from this folder. In a deck, <kbd>S</kbd> opens the speaker view (the presenter notes and
+the minutes of each slide), <kbd>F</kbd> goes full screen, <kbd>Esc</kbd> shows every slide; the print
+view prints one slide a page (print to PDF from the browser).</p>
+<ul>
+{items}
+</ul>
+<p>The plan that uses them, session by session: <a href="../book/instructor.html">For instructors</a>.
+The book: <a href="../index.html">home page</a>.</p>
+</body></html>
+"""
+
+
+def write_index(html_dir: Path) -> int:
+    """Write ``slides/index.html``, the list of every deck; return how many it lists."""
+    items = deck_items(html_dir, "")
+    (html_dir / "slides" / "index.html").write_text(
+        INDEX.format(items="\n".join(items)), encoding="utf-8"
+    )
+    return len(items)
+
+
 def list_on_instructor_page(html_dir: Path) -> int:
     """Fill the instructor page's list of decks (``<div id="slide-decks">`` in ``book/instructor.md``)
     with every deck of the site, in lesson order; return how many."""
@@ -885,17 +937,7 @@ def list_on_instructor_page(html_dir: Path) -> int:
         raise OutlineError(
             f'{page}: no <div id="slide-decks" class="slide-decks"> to list the decks in'
         )
-    items = []
-    for n, md in enumerate(lessons(ROOT), 1):
-        deck = html_dir / "slides" / f"{md.stem}.html"
-        if deck.exists():
-            # the slides after the title slide, as the plan on the page counts them
-            count = deck.read_text(encoding="utf-8").count("<section") - 1
-            title = html.escape(chapter_title(md))
-            items.append(
-                f'<li><a href="../slides/{md.stem}.html">Lesson {n}: {title}</a> (a title slide and '
-                f'{count} slides; <a href="../slides/{md.stem}.html?print-pdf">print view</a>)</li>'
-            )
+    items = deck_items(html_dir, "../slides/")
     block = '<div id="slide-decks" class="slide-decks"><ul>' + "".join(items) + "</ul></div>"
     page.write_text(DECK_LIST.sub(lambda _: block, text, count=1), encoding="utf-8")
     return len(items)
@@ -987,6 +1029,7 @@ def build_all(stage: Path, only=None, *, write: bool = True) -> list[dict]:
     decks = [build_deck(stem, stage, n, write=write) for stem, n in targets]
     if write:
         list_on_instructor_page(stage / "_build" / "html")
+        write_index(stage / "_build" / "html")
     return decks
 
 
