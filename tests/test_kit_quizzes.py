@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from build_book import lessons, page_name
-from softlin.book.quiz import Quiz, quiz_questions, show_quiz
+from softlin.book.quiz import Quiz, answer_key, quiz_questions, show_quiz
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = lessons(ROOT)
@@ -57,6 +57,22 @@ def test_the_quiz_is_html_with_no_script_and_one_group_of_choices_per_question()
     names = set(re.findall(r'type="radio" name="([^"]+)"', html))
     assert len(names) == n  # one radio group per question, named after the lesson
     assert "Quick quiz (03_concentration)" in repr(quiz)
+
+
+def test_the_answer_key_gives_each_question_s_right_letter_in_lesson_order():
+    """The key on the quizzes page, read independently of it: the position of the one answer marked
+    correct in quizzes.json, as the quiz labels it (a), (b), ..., quiz n being lesson n's."""
+    key = answer_key()
+    assert [n for n, _, _ in key.rows] == list(range(1, len(LESSONS) + 1)), key.rows
+    for n, lesson, letters in key.rows:
+        assert lesson == LESSONS[n - 1].stem, (n, lesson)
+        expected = ["abcde"[[a["correct"] for a in q["answers"]].index(True)] for q in DATA[lesson]]
+        assert letters == expected, f"quiz {n}: key {letters}, quizzes.json {expected}"
+        assert f"quiz {n}: " + ", ".join(f"{i} ({x})" for i, x in enumerate(expected, 1)) in repr(
+            key
+        )
+    assert key._repr_html_().count("<tr>") == len(LESSONS) + 1
+    assert "answer_key()" in (ROOT / "book" / "quizzes.md").read_text(), "the page shows no key"
 
 
 def test_an_unknown_lesson_says_which_quizzes_exist():

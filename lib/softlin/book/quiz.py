@@ -20,7 +20,7 @@ import html
 
 from . import committed_data
 
-__all__ = ["Quiz", "quiz_questions", "show_quiz"]
+__all__ = ["AnswerKey", "Quiz", "answer_key", "quiz_questions", "show_quiz"]
 
 QUIZ_FILE = "quizzes.json"
 
@@ -86,8 +86,8 @@ class Quiz:
             f'<div class="softlin-quiz" id="softlin-quiz-{key}"><style>{STYLE}</style>',
             '<p class="sq-head"><strong>Quick quiz.</strong> <span class="sq-screen">Note your first '
             "answer's letter, then pick it: its explanation appears below it. Try the others too.</span>"
-            '<span class="sq-print">Choose an answer; the online lesson explains each '
-            "choice.</span></p>",
+            '<span class="sq-print">Note the letter of your answer to each question: the class '
+            "discusses them, and the lesson's notebook explains every choice.</span></p>",
         ]
         for i, q in enumerate(self.questions, 1):
             out.append(f'<fieldset class="sq-q"><legend>{i}. {html.escape(q["question"])}</legend>')
@@ -115,3 +115,44 @@ class Quiz:
 def show_quiz(lesson: str) -> Quiz:
     """The quiz of ``lesson`` (the last expression of a cell, it is drawn below the cell)."""
     return Quiz(lesson)
+
+
+class AnswerKey:
+    """The letters of the right answers of every quiz, one row per lesson, for a lecturer to print."""
+
+    def __init__(self):
+        self.rows = []
+        for lesson, questions in sorted(_all_quizzes().items()):
+            letters = []
+            for q in questions:
+                right = [chr(97 + j) for j, a in enumerate(q["answers"]) if a["correct"]]
+                if len(right) != 1:
+                    raise ValueError(
+                        f"{QUIZ_FILE}: a question of {lesson} has {len(right)} right answers, "
+                        f"expected one: {q['question']!r}"
+                    )
+                letters.append(right[0])
+            self.rows.append((int(lesson.split("_")[0]), lesson, letters))  # 01_... is quiz 1
+
+    def _repr_html_(self) -> str:
+        head = "<tr><th>quiz</th><th>right answers, question by question</th></tr>"
+        body = "".join(
+            f"<tr><td>{n}</td><td>"
+            + ", ".join(f"{i}&nbsp;({letter})" for i, letter in enumerate(letters, 1))
+            + "</td></tr>"
+            for n, _, letters in self.rows
+        )
+        return f'<table class="softlin-quiz-key"><thead>{head}</thead><tbody>{body}</tbody></table>'
+
+    def __repr__(self) -> str:
+        return "\n".join(
+            f"quiz {n}: " + ", ".join(f"{i} ({letter})" for i, letter in enumerate(letters, 1))
+            for n, _, letters in self.rows
+        )
+
+
+def answer_key() -> AnswerKey:
+    """The answer key of every quiz (the last expression of a cell, it is drawn below the cell).
+
+    Raises ValueError if a question has no right answer or more than one."""
+    return AnswerKey()
