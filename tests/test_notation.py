@@ -99,3 +99,16 @@ def test_every_row_has_its_tables_columns():
         elif cells != width:
             bad.append(f"line {n}: {cells} cells, the table's header has {width}")
     assert not bad, "; ".join(bad)
+
+
+def test_no_table_row_writes_a_norm_with_an_escaped_bar():
+    """In a Markdown table ``\\|`` is an escaped column bar, not TeX's ``\\|``: ``$\\|\\Sigma\\|$`` would
+    render as a single-bar $|\\Sigma|$. Table rows write norms as ``\\lVert ... \\rVert``."""
+    pages = sorted((ROOT / "book").glob("*.md")) + sorted((ROOT / "book" / "labs").glob("*.md"))
+    bad = [
+        f"{page.relative_to(ROOT)}:{n}"
+        for page in pages
+        for n, line in enumerate(page.read_text().splitlines(), 1)
+        if line.startswith("|") and "\\|" in line
+    ]
+    assert not bad, f"table rows with \\| (write \\lVert ... \\rVert): {bad}"
