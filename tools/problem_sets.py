@@ -425,9 +425,8 @@ def add_requirements(nb, name: str = "set"):
 
 GRADER = 'grader = otter.Notebook("{name}.ipynb")'
 COLAB_SETUP = """\
-# The public checks, written out for Colab (otter-grader reads checks from a folder of test files
-# there, while elsewhere it reads them from this notebook's metadata, which Colab's kernel cannot see):
-# the same checks as in the metadata, packed by tools/problem_sets.py (JSON, zlib, base64).
+# The public checks, for Colab: run this cell as it is, nothing to read in it. (In Colab the kernel
+# cannot see this notebook's metadata, where the checks are kept; this copy of them goes to a folder.)
 {checks_name} = "{packed}"
 if "google.colab" in sys.modules:
     import base64, json, os, zlib
