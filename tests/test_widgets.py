@@ -273,13 +273,15 @@ def test_a_stated_precision_accepts_the_rounded_key_and_rejects_a_wrong_digit(ca
 def test_a_labelled_key_is_the_same_whatever_torch_default_dtype(capsys):
     """A reader who restarts the kernel and runs only an exercise's cells has torch's float32 default:
     every key that needs no chapter object gives the same verdict there (no dtype error, the float64
-    key's value still accepted, a value 10 % off still refused)."""
+    key's value, or function, still accepted, one 10 % off still refused)."""
     from softlin.book.exercises import KEYS
 
     plain = {label: key for label, key in KEYS.items() if not key.objects and not key.inputs}
     assert plain, (
         "no exercise key without chapter objects and inputs: the test would assert nothing"
     )
+    functions = {label: key for label, key in KEYS.items() if not key.objects and key.inputs}
+    assert functions, "no exercise key whose answer is a function: the test would assert nothing"
     before = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)  # the pages' default: the keys' reference values
     try:
@@ -296,6 +298,23 @@ def test_a_labelled_key_is_the_same_whatever_torch_default_dtype(capsys):
             assert not widgets.answer_check(label, off), (
                 f"{label}: a wrong answer accepted in float32"
             )
+        for label, key in functions.items():
+            # the key function itself as the answer, run in float64 on float64 copies of the inputs (a
+            # reference independent of the check's own casting); then the same answer 10 % off
+            def reference(*args, key=key):
+                old = torch.get_default_dtype()
+                torch.set_default_dtype(torch.float64)
+                try:
+                    return key.compute(*[a.double() if torch.is_tensor(a) else a for a in args])
+                finally:
+                    torch.set_default_dtype(old)
+
+            assert widgets.answer_check(label, reference), (
+                f"{label}: its own key refused in float32"
+            )
+            assert torch.get_default_dtype() == torch.float32, f"{label}: dtype not restored"
+            wrong = widgets.answer_check(label, lambda *args, ref=reference: ref(*args) * 1.1 + 0.1)
+            assert not wrong, f"{label}: a wrong function accepted in float32"
     finally:
         torch.set_default_dtype(before)
     capsys.readouterr()

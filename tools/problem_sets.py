@@ -613,13 +613,17 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "",
         "Without the repository, otter alone runs the same public and hidden tests (no Docker). Install, "
         "once, otter and softlin at the commit these sets were built from, from the wheel beside this "
-        "file: `pip install otter-grader==7.0.0 torch scipy ./softlin-*.whl` (or, with network, "
+        "file: `pip install otter-grader==7.0.0 torch scipy ./softlin-*.whl` (grading needs no GPU: on "
+        "Linux, `pip install torch --index-url https://download.pytorch.org/whl/cpu` first avoids "
+        "the multi-GB CUDA build) (or, with network, "
         f'`pip install otter-grader==7.0.0 torch scipy "{softlin}"`); then, for each submission, '
         "`mkdir -p results/FILE && otter run -a NAME/autograder/autograder.zip -o results/FILE "
         "FILE.ipynb`: the points of each autograded question land in `results/FILE/results.json`. The "
         "questions graded by hand are in each set's rubric.md. otter then prints \"No log found with "
         'which to verify student scores": harmless here (these sets do not ask otter to log the '
-        "students' runs), the points are those of the tests it has just run.",
+        "students' runs), the points are those of the tests it has just run. Its summary's "
+        '"Public Tests" row reads NaN: the public checks carry no points (all of a question\'s points '
+        "are on its hidden tests), so that row has nothing to count.",
         "",
         "Each set's rubric.md gives the points per question and the rubrics of the questions graded by hand.",
         "The solution notebook to grade or to hand out after the deadline is NAME/autograder/NAME.ipynb; "

@@ -96,7 +96,10 @@ def _ch1_query_key(*, mu, z, U2, V2):
 @_key(
     "ex-ch2-mixture",
     digits=3,
-    inputs=[(torch.linspace(-3, 3, 13),), (torch.tensor([0.1, 5.0]),)],
+    inputs=[
+        (torch.linspace(-3, 3, 13, dtype=torch.float64),),
+        (torch.tensor([0.1, 5.0], dtype=torch.float64),),
+    ],
     hint="Hint: the MGF of a mixture is the mixture of the MGFs; take the log's slope.",
 )
 def _ch2_mixture(q):

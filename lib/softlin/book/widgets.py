@@ -211,14 +211,18 @@ def _shown_source(obj, *, docstring: bool = False) -> str:
 
 
 def _in_float64(compute, *args, **objects):
-    """``compute(*args, **objects)`` with torch's default dtype float64 meanwhile, restored after: a key
-    does not depend on whether the reader's kernel ran the page's ``torch.set_default_dtype`` cell."""
+    """``compute(*args, **objects)`` in float64: torch's default dtype float64 meanwhile (restored after)
+    and every floating tensor argument or object cast to float64, so that a key does not depend on
+    whether the reader's kernel ran the page's ``torch.set_default_dtype`` cell."""
     import torch
+
+    def wide(x):
+        return x.to(torch.float64) if torch.is_tensor(x) and x.is_floating_point() else x
 
     before = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)
     try:
-        return compute(*args, **objects)
+        return compute(*map(wide, args), **{k: wide(v) for k, v in objects.items()})
     finally:
         torch.set_default_dtype(before)
 
