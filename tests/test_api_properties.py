@@ -446,6 +446,8 @@ EXAMPLES = {
         [0.3, 0.5], [16, 32, 64], 8, generator=gen(), nodes=(8,)
     ),
     # softlin.book.quiz
+    "softlin.book.quiz.AnswerKey": call,
+    "softlin.book.quiz.answer_key": call,
     "softlin.book.quiz.Quiz": lambda: call("01_measure_view", allowed=(KeyError,)),
     "softlin.book.quiz.quiz_questions": lambda: call("01_measure_view", allowed=(KeyError,)),
     "softlin.book.quiz.show_quiz": lambda: call("01_measure_view", allowed=(KeyError,)),

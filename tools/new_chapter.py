@@ -82,7 +82,7 @@ def setup_cell() -> str:
 PARAMETERS = """```{code-cell} ipython3
 :tags: [parameters, hide-cell]
 
-mode = "default"  # "fast": a quick run; "default": the rendered book; "paper": full size
+mode = "default"  # "fast": a quick run; "default": the rendered book; "paper": full
 device = "cpu"    # "cuda" where available (Colab: Runtime > Change runtime type > GPU)
 seed = 0
 ```
