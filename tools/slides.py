@@ -90,6 +90,8 @@ MAX_CHECK_LINES = 6  # a slide shows at most this many printed lines of a check
 FIT_FLOOR = 70  # percent: the smallest type a slide is shrunk to so that it fits its frame
 MIN_FIGURE = 300  # pixels: the smallest height a figure is shrunk to, to leave room
 FIGURE_ROOM = 700  # pixels: a figure grows until its slide is this high
+TEXT_GROW = 130  # percent: the largest type a slide without a figure is drawn in
+TEXT_ROOM = 600  # pixels: a slide without a figure grows its type while it stays this high
 ABBREVIATIONS = ("e.g", "i.e", "cf", "vs", "etc", "al", "Fig", "Eq", "resp", "approx")
 CHECK_CALL = re.compile(r"\bcheck_(close|below|above|true)\s*\(")
 HIDDEN_TAGS = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
@@ -715,6 +717,7 @@ function fitSlide(s) {{
     if (font < 100) {{ s.style.fontSize = font + '%'; s.dataset.fitted = font; }}
     const last = font - 5 < {floor};
     if (!img) {{
+      if (font === 100 && !over()) return grow(s);
       if (!over() || last) return;
       continue;
     }}
@@ -725,6 +728,28 @@ function fitSlide(s) {{
       return size(Math.max(height, {min_figure}));
     }}
   }}
+}}
+// A slide of text alone (a statement, a question) that fits at 100 % is drawn in larger
+// type, up to {grow} %, while it stays {text_room} px high: it fills the frame and reads
+// from the back of a room. The title slide keeps its type.
+// Every element must end inside the slide's padding (a wide display formula can spill
+// out of its box without widening the slide).
+function wide(s) {{
+  const left = s.getBoundingClientRect().left, edge = s.clientWidth - 24;
+  return [...s.querySelectorAll('*')].some(e => e.getBoundingClientRect().right - left > edge);
+}}
+function grow(s) {{
+  if (s.classList.contains('title-slide')) return;
+  for (let font = 105; font <= {grow}; font += 5) {{
+    s.style.fontSize = font + '%';
+    if (s.scrollHeight > {text_room} || wide(s)) {{
+      font -= 5;
+      s.style.fontSize = font === 100 ? '' : font + '%';
+      break;
+    }}
+    s.dataset.fitted = font;
+  }}
+  if (!s.style.fontSize) delete s.dataset.fitted;
 }}
 function fitSlides() {{
   const box = document.querySelector('.reveal .slides');
@@ -982,6 +1007,8 @@ def build_deck(stem: str, stage: Path, number: int, *, write: bool = True) -> di
         floor=FIT_FLOOR,
         min_figure=MIN_FIGURE,
         figure_room=FIGURE_ROOM,
+        grow=TEXT_GROW,
+        text_room=TEXT_ROOM,
         slides="\n".join(sections),
     )
     if write:
