@@ -75,9 +75,12 @@ WORDS = {"Ten": 10, "Eleven": 11, "Twelve": 12, "Thirteen": 13, "Fourteen": 14, 
 
 def test_the_points_are_stated_alike_everywhere():
     """A set's total and autograded points, as its questions declare them, are the ones its opening
-    paragraph states, and the total is the one book/instructor.md quotes in the plan and in the table of
-    sets; every question's title states its own points."""
+    paragraph states, and the total is the one book/instructor.md quotes in the plan and in its short
+    section on the sets, and book/grading.md in the table of sets; every question's title states its own
+    points."""
     plan = (ROOT / "book" / "instructor.md").read_text()
+    summary = plan.split("\n## Problem sets\n", 1)[1].split("\n## ", 1)[0]
+    grading = (ROOT / "book" / "grading.md").read_text()
     for n, name in enumerate(SETS, 1):
         qs = problem_sets.questions(name)
         total = sum(q["points"] for q in qs)
@@ -91,7 +94,8 @@ def test_the_points_are_stated_alike_everywhere():
             auto,
         )
         assert f"problem set {n} ({total:g} points" in plan, (name, total)
-        assert re.search(rf"^\| {n}\. [^|]*\({total:g} points\) \|", plan, re.M), (name, total)
+        assert re.search(rf"\bset {n}\b[^.]*?\b{total:g} points", summary, re.I), (name, total)
+        assert re.search(rf"^\| {n}\. [^|]*\({total:g} points\) \|", grading, re.M), (name, total)
         for q in qs:
             title = rf"\*\*Question {q['name'][1:]} \({q['points']:g} points?[,)]"
             assert re.search(title, text), (

@@ -71,7 +71,7 @@ PHRASES = re.compile(
 
 @pytest.mark.parametrize(
     "path",
-    [*CHAPTERS, *(BOOK / n for n in ("intro.md", "notation.md", "instructor.md"))],
+    [*CHAPTERS, *(BOOK / n for n in ("intro.md", "notation.md", "instructor.md", "grading.md"))],
     ids=lambda p: p.stem,
 )
 def test_pages_cite_only_sources_a_reader_can_open(path):
