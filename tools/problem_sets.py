@@ -33,7 +33,7 @@ running the tests on the solution). A variant is built into ``_build/problem-set
 titles say "(variant)" but not the seed, which only that folder's README.md records: with the seed and
 this repository anyone can rebuild the variant's solutions, so a lecturer keeps it private. A variant
 changes numbers only: the functions the sets ask for take general inputs, and the derivations and written
-answers keep their wording, so the public solutions answer every variant there (book/instructor.md says
+answers keep their wording, so the public solutions answer every variant there (book/grading.md says
 which questions a variant protects).
 
 Before ``otter assign``, the setup cell's ``@main`` becomes the commit the set is built from
@@ -65,7 +65,7 @@ empty column for each question graded by hand, then ``auto_awarded``, ``auto_pos
 :func:`add_requirements` makes the zip list torch, scipy and softlin (installed by pip from the
 repository at the commit the student notebooks install) beside otter's own requirements, and
 :func:`add_git` adds git, which pip needs for that URL. That path is not run by the tests here, which check only that the zip lists
-them; book/instructor.md says how to check it on Gradescope before relying on it.
+them; book/grading.md says how to check it on Gradescope before relying on it.
 
 Why otter-grader rather than nbgrader: one source notebook gives the student version and the
 autograder, with public and hidden tests and points per test case, in the notebook format students
@@ -630,7 +630,7 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "masters/ holds the sources `otter assign` reads (tests and solutions in raw cells), not "
         "notebooks to grade.",
         "Each autograder.zip is also otter's Gradescope autograder (a Programming Assignment's autograder "
-        "configuration); the instructor page of the book says how to check it there first.",
+        "configuration); the book's page *Problem sets and grading* says how to check it there first.",
         "",
     ]
     (out / "README.md").write_text("\n".join(lines))
