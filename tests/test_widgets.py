@@ -182,6 +182,17 @@ def test_answer_check_accepts_the_key_and_rejects_without_printing_it(capsys):
     assert check(torch.tensor([float("nan"), 0.0])) == False and "NaN" in capsys.readouterr().out
 
 
+def test_answer_check_rejects_text_that_numpy_would_parse_as_the_right_number(capsys):
+    check = widgets.answer_check(lambda: 0.199, digits=3)
+    assert check(0.199) == True
+    capsys.readouterr()
+    assert check("0.199") == False
+    assert "is text, '0.199': give a number" in capsys.readouterr().out
+    function = widgets.answer_check(lambda x: 2 * x, inputs=[(1.0,)], digits=3)
+    assert function(lambda x: "2.0") == False
+    assert "at test input 1 of 1 is text" in capsys.readouterr().out
+
+
 def test_answer_check_of_a_function_names_the_failing_input(capsys):
     check = widgets.answer_check(lambda x: np.tanh(x), inputs=[(0.5,), (2.0,)], rtol=1e-8)
     assert check(np.tanh) == True

@@ -302,7 +302,8 @@ def make_check(
     with ``digits`` (the precision the exercise states, "to three significant digits"), when it is within
     half a unit of the key's last asked digit, ``0.5 * 10**(floor(log10 max|key|) - digits + 1)``: the
     key rounded to ``digits`` significant digits passes, an answer off by more than that rounding fails.
-    ``check`` prints "Correct" or what is wrong (a shape, NaN, the relative error and at which input)
+    ``check`` prints "Correct" or what is wrong (a shape, NaN, text such as ``"0.199"`` instead of a
+    number, the relative error and at which input)
     followed by ``hint``; it never prints the key, and ``check(None)`` says that no answer was given yet.
     The key is computed at each call (a bug in it raises, it is not blamed on the reader).
 
@@ -350,7 +351,12 @@ def make_check(
             where = "" if inputs is None else f" at test input {k + 1} of {len(inputs)}"
             want = as_array(expected(*args))
             try:
-                got = as_array(answer if inputs is None else answer(*args))
+                value = answer if inputs is None else answer(*args)
+                if isinstance(value, (str, bytes)):  # numpy would parse "0.199": no text answers
+                    return (
+                        f"your answer{where} is text, {value!r}: give a number, without quotes"
+                    )
+                got = as_array(value)
             except Exception as exc:  # the reader's code may fail: say so instead of a traceback
                 return f"evaluating your answer{where} raised {type(exc).__name__}: {exc}"
             if got.shape != want.shape and not got.size == want.size == 1:
