@@ -608,22 +608,26 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
     softlin = softlin_requirement(out / names[0]) if names else "softlin"
     lines += [
         "",
-        f"Grade a submission (no Docker): `.venv/bin/python tools/problem_sets.py {grade} NAME FILE.ipynb`"
-        " (in the book's repository; `--csv grades.csv` writes a gradebook).",
-        "",
-        "Without the repository, otter alone runs the same public and hidden tests (no Docker). Install, "
-        "once, otter and softlin at the commit these sets were built from, from the wheel beside this "
-        "file: `pip install otter-grader==7.0.0 torch scipy ./softlin-*.whl` (grading needs no GPU: on "
+        "Grade a submission with otter alone (no Docker, no repository): it runs the same public and "
+        "hidden tests. Install, once, otter, a Jupyter kernel and softlin at the commit these sets were "
+        "built from, from the wheel beside this file: `pip install otter-grader==7.0.0 ipykernel torch "
+        "scipy ./softlin-*.whl` (grading needs no GPU: on "
         "Linux, `pip install torch --index-url https://download.pytorch.org/whl/cpu` first avoids "
         "the multi-GB CUDA build) (or, with network, "
-        f'`pip install otter-grader==7.0.0 torch scipy "{softlin}"`); then, for each submission, '
+        f'`pip install otter-grader==7.0.0 ipykernel torch scipy "{softlin}"`); then, for each '
+        "submission, "
         "`mkdir -p results/FILE && otter run -a NAME/autograder/autograder.zip -o results/FILE "
-        "FILE.ipynb`: the points of each autograded question land in `results/FILE/results.json`. The "
+        "FILE.ipynb`: the points of each autograded question land in `results/FILE/results.json`, "
+        "whose output text quotes the hidden tests (return the points to students, not the file). The "
         "questions graded by hand are in each set's rubric.md. otter then prints \"No log found with "
         'which to verify student scores": harmless here (these sets do not ask otter to log the '
         "students' runs), the points are those of the tests it has just run. Its summary's "
         '"Public Tests" row reads NaN: the public checks carry no points (all of a question\'s points '
         "are on its hidden tests), so that row has nothing to count.",
+        "",
+        f"In the book's repository: `.venv/bin/python tools/problem_sets.py {grade} NAME FILE.ipynb` "
+        "grades with the same tests and prints the points per question (`--csv grades.csv` writes a "
+        "gradebook).",
         "",
         "Each set's rubric.md gives the points per question and the rubrics of the questions graded by hand.",
         "The solution notebook to grade or to hand out after the deadline is NAME/autograder/NAME.ipynb; "

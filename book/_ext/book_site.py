@@ -49,7 +49,7 @@ BADGE = """<p class="colab-badge-line"><a class="colab-badge reference external"
 <g fill="#fff" font-family="Verdana,DejaVu Sans,sans-serif" font-size="11" text-anchor="middle">
 <text x="26" y="14">Open in</text><text x="84" y="14">Colab</text></g></svg></a>
 <span class="paper-link">The paper: Boursier &amp; Boyer, <a class="reference external"
- href="https://arxiv.org/abs/2512.11784">arXiv:2512.11784</a> (ICML 2026)</span></p>"""
+ href="https://arxiv.org/abs/2512.11784">arXiv:2512.11784</a> (December 2025; ICML 2026)</span></p>"""
 
 #: The theme's 1.49 MB icon script; the icons come from Font Awesome's CSS and web fonts instead
 #: (``tools/fetch_vendor.py`` puts them in ``book/_vendor/fontawesome``).

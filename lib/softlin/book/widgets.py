@@ -353,9 +353,7 @@ def make_check(
             try:
                 value = answer if inputs is None else answer(*args)
                 if isinstance(value, (str, bytes)):  # numpy would parse "0.199": no text answers
-                    return (
-                        f"your answer{where} is text, {value!r}: give a number, without quotes"
-                    )
+                    return f"your answer{where} is text, {value!r}: give a number, without quotes"
                 got = as_array(value)
             except Exception as exc:  # the reader's code may fail: say so instead of a traceback
                 return f"evaluating your answer{where} raised {type(exc).__name__}: {exc}"
