@@ -180,6 +180,26 @@ def test_point_labels_are_singular_for_one_point():
         assert not re.search(r"(?<![\d.])1 points", text), name
 
 
+def test_the_rubric_gives_each_hidden_test_its_points_and_they_add_up_to_the_question():
+    """An autograded question's points are all on its hidden tests (the public ones carry none): the
+    rubric lists each hidden test with its points and what it checks, and they sum to the question's."""
+    for name in SETS:
+        tests = problem_sets.hidden_tests(name)
+        auto = {q["name"]: q["points"] for q in problem_sets.questions(name) if not q["manual"]}
+        assert set(tests) == set(auto), (
+            f"{name}: autograded {sorted(auto)}, hidden tests {sorted(tests)}"
+        )
+        text = problem_sets.rubric(name)
+        for q, rows in tests.items():
+            total = sum(points for points, _ in rows)
+            assert abs(total - auto[q]) < 1e-9, (
+                f"{name} {q}: hidden tests {total:g}, question {auto[q]:g}"
+            )
+            for points, message in rows:
+                assert message, f"{name} {q}: a hidden test has no failure message"
+                assert f"| {q} | {points:g} | {message.replace('|', '/')} |" in text, (name, q)
+
+
 # The derivation each autograded question rests on, graded by hand, where a numerical method passes the code.
 DERIVATIONS = {
     "ps1_measures": ("q1a", "q2a"),

@@ -332,6 +332,29 @@ def questions(name: str, variant: int | None = None) -> list[dict]:
     return out
 
 
+TEST_CONFIG = re.compile(r'""" # BEGIN TEST CONFIG\n(?P<config>.*?)""" # END TEST CONFIG', re.S)
+
+
+def hidden_tests(name: str, variant: int | None = None) -> dict[str, list[tuple[float, str]]]:
+    """Each autograded question's hidden tests: ``{question: [(points, what it checks), ...]}``, read
+    from the source's test configs (their ``points`` and ``failure_message``)."""
+    import yaml
+
+    text, out = source(name, variant), {}
+    starts = [
+        (m.start(), yaml.safe_load(m.group("config"))["name"]) for m in QUESTION.finditer(text)
+    ]
+    for k, (start, question) in enumerate(starts):
+        end = starts[k + 1][0] if k + 1 < len(starts) else len(text)
+        for m in TEST_CONFIG.finditer(text, start, end):
+            cfg = yaml.safe_load(m.group("config"))
+            if cfg.get("hidden"):
+                out.setdefault(question, []).append(
+                    (float(cfg.get("points", 0)), str(cfg.get("failure_message", "")).strip())
+                )
+    return out
+
+
 def rubric(name: str, variant: int | None = None) -> str:
     """The rubric page of a set: points per question, and each manual question with its model answer."""
     nb = read_notebook(name, variant)
@@ -352,6 +375,23 @@ def rubric(name: str, variant: int | None = None) -> str:
     total = sum(q["points"] for q in qs.values())
     auto = sum(q["points"] for q in qs.values() if not q["manual"])
     lines += [f"| **total** | **{total:g}** | {auto:g} by the autograder |", ""]
+    tests = hidden_tests(name, variant)
+    if tests:
+        lines += [
+            "## The autograded points, test by test",
+            "",
+            "Each hidden test earns its points or none; what it checks is the message a failing "
+            "submission gets.",
+            "",
+            "| question | points | the hidden test checks (message when it fails) |",
+            "|---|---:|---|",
+        ]
+        lines += [
+            f"| {q} | {pts:g} | {msg.replace('|', '/')} |"
+            for q, rows in tests.items()
+            for pts, msg in rows
+        ]
+        lines += [""]
     current, inside = None, False
     for cell in nb.cells:
         src = cell.source.strip()
