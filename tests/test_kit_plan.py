@@ -24,6 +24,7 @@ from lesson_metrics import prose_words
 
 ROOT = Path(__file__).resolve().parents[1]
 PLAN = (ROOT / "book" / "instructor.md").read_text()
+RUN_SHEETS = (ROOT / "book" / "run_sheets.md").read_text()
 MINUTES_PER_1000_WORDS = 35
 TWO_HOURS = 132  # "at most about two hours": 120 minutes, and at most 10 % more
 # session -> the lessons read, whole, before it, as the plan's table reads
@@ -106,8 +107,7 @@ def test_each_deck_gets_3_to_4_minutes_a_slide():
 
 def run_sheets() -> list[list[tuple[str, int, str]]]:
     """The run sheets' rows, (clock, minutes, what), one list per session."""
-    part = PLAN.split("### Run sheets", 1)[1].split("\n## ", 1)[0]
-    sheets = part.split("\n**Session ")[1:]
+    sheets = RUN_SHEETS.split("\n## Session ")[1:]
     rows = []
     for sheet in sheets:
         found = re.findall(r"^\| (\d:\d\d) \| (\d+) \| ([^|]+) \|", sheet, re.M)
@@ -152,3 +152,33 @@ def test_the_plan_at_a_glance_is_the_plan():
             for q in filter(None, quiz):
                 assert re.search(rf"quiz(?:zes)? [\d, and]*\b{q}\b", row), f"session {n}: quiz {q}"
         assert f"problem set {n}" in row, n
+
+
+def test_each_run_sheet_says_what_to_read_open_cut_and_announce():
+    """A sheet per session, to print on one page: what students read (the plan's lessons), what to open,
+    what to cut when the session runs late (slides that the decks' outlines have, by title) and what to
+    announce (the session's problem set)."""
+    titles = {
+        stem: {
+            s["title"]
+            for s in yaml.safe_load((ROOT / "book" / "slides" / f"{stem}.yml").read_text())[
+                "slides"
+            ]
+        }
+        for stem in LESSONS
+    }
+    all_titles = set().union(*titles.values())
+    numbers = {stem: n for n, stem in enumerate(LESSONS, 1)}
+    for n, sheet in enumerate(RUN_SHEETS.split("\n## Session ")[1:], 1):
+        for part in ("**Before.**", "**Open.**", "**If it runs late.**", "**Announce.**"):
+            assert part in sheet, f"run sheet {n} has no {part}"
+        before = sheet.split("**Before.**", 1)[1].split("\n\n", 1)[0]
+        read = [numbers[stem] for stem in SESSIONS[n]]
+        assert f"lessons {read[0]} and {read[1]}" in before, (n, before)
+        late = sheet.split("**If it runs late.**", 1)[1].split("\n\n", 1)[0]
+        cut = re.findall(r'"([^"]+)"', late)
+        assert cut, f"run sheet {n}: 'If it runs late' names no slide to cut"
+        for title in cut:
+            assert title in all_titles, f"run sheet {n}: no deck has a slide {title!r}"
+        announce = sheet.split("**Announce.**", 1)[1].split("\n\n", 1)[0]
+        assert f"roblem set {n}" in announce, (n, announce)

@@ -4,6 +4,7 @@ headless Chromium (no TeX).
 
     python tools/handouts.py                  # the chain, every lesson and lab -> _build/handouts/
     python tools/handouts.py chain_of_results # the chain of results alone (two pages)
+    python tools/handouts.py run_sheets       # the run sheets alone (a page per session)
     python tools/handouts.py 05_icl_linear_regression labs/05_icl_linear_regression --measure
     python tools/handouts.py 03_concentration --site _build/stage/_build/html --out /tmp/h
 
@@ -391,12 +392,13 @@ def blank_fractions(pdf: Path, dpi: int = 40) -> list[float]:
         return out
 
 
-#: Pages printed before the lessons: the course's summary sheet.
-SUMMARY_PAGES = ("chain_of_results",)
+#: Pages printed before the lessons: the course's summary sheet, and the lecturer's run sheets (one page
+#: per session).
+SUMMARY_PAGES = ("chain_of_results", "run_sheets")
 
 
 def handout_pages(root: Path = ROOT) -> dict[str, str]:
-    """{page: footer title} of the chain of results ("The chain of results"), every lesson ("1. The
+    """{page: footer title} of the chain of results ("The chain of results"), the run sheets, every lesson ("1. The
     measure view of attention") and every lab (its own title, "Lab 1: ..."), in reading order."""
     titles = {
         name: chapter_title(root / "book" / f"{name}.md")
