@@ -270,6 +270,34 @@ def test_every_placeholder_has_a_value_and_a_variant_changes_the_numbers(seed):
         )
 
 
+@pytest.mark.parametrize("seed", [1, 2, VARIANT])
+def test_a_variant_asks_set_1_question_2_about_another_law_of_the_family(seed):
+    """The default set's tokens are exponential (Gamma of shape 1); a variant's are Gamma of shape 2 or 3,
+    so the public derivation and function do not answer it: its question, solution, hidden reference
+    (by quadrature, independent of the formula) and model answer all say so."""
+    default = problem_sets.source("ps1_measures")
+    assert "the exponential law of rate" in default and "Gamma law" not in default
+    k = problem_sets.parameters(seed)["ps1_measures"]["shape"]
+    assert k in (2, 3), k
+    text = problem_sets.source("ps1_measures", seed)
+    assert f"the Gamma law of shape $k = {k}$" in text and "the exponential law of rate" not in text
+    assert f"k, lam = {k}, " in text and f"x**({k} - 1)" in text
+    assert r"\mathrm{Gamma}(k, \lambda - a)" in text and f"here with $k = {k}$" in text
+    namespace = {"math": math}
+    exec(re.search(r"def tilted_limit\(a\):\n(?:    .*\n)+", text)[0], namespace)
+    lam = problem_sets.parameters(seed)["ps1_measures"]["lam"]
+    from scipy.integrate import quad
+
+    for a in (-lam, 0.0, 0.5 * lam):  # the tilted Gamma mean, by quadrature
+        ref = (
+            quad(lambda x, a=a: x**k * math.exp((a - lam) * x), 0, math.inf)[0]
+            / quad(lambda x, a=a: x ** (k - 1) * math.exp((a - lam) * x), 0, math.inf)[0]
+        )
+        assert abs(namespace["tilted_limit"](a) - ref) < 1e-8 * ref, (seed, a)
+        # the exponential law's answer is off by (k - 1) / k of it, far beyond the hidden test's 1e-8
+        assert abs(1 / (lam - a) - ref) > 0.4 * ref, "the exponential law's answer would pass"
+
+
 def test_the_sets_install_from_the_configured_repository():
     url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
     for name in SETS:
@@ -683,7 +711,7 @@ SLIPS = {
         "    c = x - p @ x\n"
         "    return float(p @ c**3 / 2), float(p @ c**4 / 6)\n"
     ),
-    ("ps1_measures", "q2"): "def exponential_limit(a):\n    return 1 / (2.0 - a)\n",  # no domain
+    ("ps1_measures", "q2"): "def tilted_limit(a):\n    return 1 / (2.0 - a)\n",  # no domain
     (
         "ps2_concentration",
         "q1",
@@ -695,7 +723,7 @@ SLIPS = {
         "    return (lam * lam - 2 * a * lam + 2 * a * a) / (lam * abs(lam - 2 * a) ** 3)\n"
     ),
     ("ps1_measures", "q2 mgf"): (  # the moment generating function, not the tilted mean
-        "def exponential_limit(a):\n    return 2.0 / (2.0 - a) if a < 2.0 else math.inf\n"
+        "def tilted_limit(a):\n    return 2.0 / (2.0 - a) if a < 2.0 else math.inf\n"
     ),
     ("ps2_concentration", "q2"): (  # the query mean left out (the centred queries' constant)
         "def averaged_constant(U, V, Gamma, m_q):\n"
@@ -717,7 +745,7 @@ SLIPS = {
         "two_point_limit = 1.1 + 0.5 * (0.3 * 1.0 + 0.7 * 4.0 - 1.1**2)\n"
     ),
     ("ps1_measures", "q2 edge"): (  # the domain a > lambda, not a >= lambda
-        "def exponential_limit(a):\n    return 1 / (2.0 - a) if a <= 2.0 else math.inf\n"
+        "def tilted_limit(a):\n    return 1 / (2.0 - a) if a <= 2.0 else math.inf\n"
     ),
     ("ps2_concentration", "q2 gamma"): (  # the exponent matrix U^T U, Gamma left out
         "def averaged_constant(U, V, Gamma, m_q):\n"

@@ -32,7 +32,9 @@ each year's students get fresh numbers whose solution and tests agree (``otter a
 running the tests on the solution). A variant is built into ``_build/problem-sets-variant-SEED/``; its
 titles say "(variant)" but not the seed, which only that folder's README.md records: with the seed and
 this repository anyone can rebuild the variant's solutions, so a lecturer keeps it private. A variant
-changes numbers only: the functions the sets ask for take general inputs, and the derivations and written
+changes numbers, and one question's law: set 1's question 2 asks about Gamma tokens of shape 2 or 3
+(``ps1_shape``) instead of the exponential law (shape 1), so its public derivation does not answer a
+variant. The other functions the sets ask for take general inputs, and the other derivations and written
 answers keep their wording, so the public solutions answer every variant there (book/grading.md says
 which questions a variant protects).
 
@@ -115,6 +117,7 @@ def _inputs(rng: random.Random | None) -> dict:
     if rng is None:
         return {
             "lam": DEFAULT_RATE,
+            "ps1_shape": 1,  # set 1's question 2: Gamma(shape, lam) tokens, 1 the exponential law
             "ps1_seeds": (13, 14),
             "ps1_scale": (2, 7),
             "ps1_tilts": (-4.0, -0.7, 0.35, 0.8, 0.95),
@@ -148,6 +151,9 @@ def _inputs(rng: random.Random | None) -> dict:
         )
     return {
         "lam": _rate(rng),
+        # another member of the family: the public solution's derivation (the exponential law's
+        # generating function) does not answer it
+        "ps1_shape": rng.choice((2, 3)),
         "ps1_seeds": (seed(), seed()),
         "ps1_scale": (rng.choice((2, 3)), rng.choice((-5, -2, 3, 7))),
         "ps1_tilts": (u(-4, -1), u(-1, -0.05), u(0.05, 0.5), u(0.5, 0.9), u(0.9, 0.98)),
@@ -190,6 +196,46 @@ def _rate(rng: random.Random) -> float:
         lam = float(f"{math.exp(rng.uniform(*map(math.log, RATES))):.3g}")
         if abs(lam - DEFAULT_RATE) >= 0.05 * DEFAULT_RATE:
             return lam
+
+
+def _gamma_texts(k: int, lam: float) -> dict[str, str]:
+    """Set 1's question 2 in words for Gamma(k, lam) tokens: the law, its name, the mean at no tilt,
+    and the model answer's derivation; ``k = 1`` (the default sets) is written as the exponential law."""
+    if k == 1:
+        return {
+            "q2_law": rf"the exponential law of rate $\lambda = {lam}$ (density $\lambda e^{{-\lambda x}}$ on $x > 0$)",
+            "q2_name": "the exponential law",
+            "q2_mean": "1 / lambda",
+            "q2_T": r"$T(a) = 1/(\lambda - a)$",
+            "q2_model": (
+                r"$\mathbb E\,e^{aX} = \int_0^\infty \lambda e^{-(\lambda - a)x}\,dx = \frac{\lambda}{\lambda - a}$ for"
+                "\n"
+                r"$a < \lambda$, and $+\infty$ for $a \ge \lambda$ (the integrand does not decay). So $\Lambda(a) = \log\lambda -"
+                "\n"
+                r"\log(\lambda - a)$ and $T(a) = \Lambda'(a) = 1/(\lambda - a)$ for $a < \lambda$; equivalently, the tilted law"
+                "\n"
+                r"$\propto e^{ax}\lambda e^{-\lambda x}$ is $\mathrm{Exp}(\lambda - a)$, whose mean is $1/(\lambda - a)$."
+            ),
+        }
+    return {
+        "q2_law": (
+            rf"the Gamma law of shape $k = {k}$ and rate $\lambda = {lam}$ (density "
+            rf"$\lambda^k x^{{k-1}} e^{{-\lambda x}}/(k-1)!$ on $x > 0$)"
+        ),
+        "q2_name": "this Gamma law",
+        "q2_mean": "k / lambda",
+        "q2_T": r"$T(a) = k/(\lambda - a)$",
+        "q2_model": (
+            r"$\mathbb E\,e^{aX} = \int_0^\infty \frac{\lambda^k x^{k-1}}{(k-1)!} e^{-(\lambda - a)x}\,dx"
+            r" = \big(\frac{\lambda}{\lambda - a}\big)^k$ for"
+            "\n"
+            r"$a < \lambda$, and $+\infty$ for $a \ge \lambda$ (the integrand does not decay). So $\Lambda(a) = k\log\lambda -"
+            "\n"
+            rf"k\log(\lambda - a)$ and $T(a) = \Lambda'(a) = k/(\lambda - a)$ for $a < \lambda$, here with $k = {k}$; equivalently,"
+            "\n"
+            r"the tilted law $\propto e^{ax}x^{k-1}e^{-\lambda x}$ is $\mathrm{Gamma}(k, \lambda - a)$, whose mean is $k/(\lambda - a)$."
+        ),
+    }
 
 
 def points_label(x: float) -> str:
@@ -235,6 +281,7 @@ def parameters(variant: int | None = None) -> dict[str, dict]:
         "" if variant is None else " (variant)"
     )  # not the seed: with it, anyone can rebuild the key
     x1, x2, p1, tilt = x["ps1_law"]
+    k = x["ps1_shape"]
     p2 = round(1 - p1, 10)
     a, L, sim_seed = round(x["ps2_sim"][0] * lam, 6), x["ps2_sim"][1], x["ps2_sim"][2]
     return {
@@ -248,6 +295,8 @@ def parameters(variant: int | None = None) -> dict[str, dict]:
             "q2_tilts": scaled(x["ps1_tilts"]),
             "q2_infinite": scaled(x["ps1_infinite"]),
             "q2_edge": round(0.99 * lam, 6),
+            "shape": k,
+            **_gamma_texts(k, lam),
             "x1": x1,
             "x2": x2,
             "p1": p1,
