@@ -29,7 +29,7 @@ CHAPTERS = notebook_chapters(ROOT)
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 TITLE = re.compile(
     r"^[> ]*(?:<a id=\"[^\"]+\"></a>)?\*\*(?P<kind>Exercise|Theorem|Lemma|Proposition|Corollary|"
-    r"Definition|Assumption|Remark|Example|Conjecture|Notation)(?: (?P<number>[\d.]+))?\*\*",
+    r"Definition|Assumption|Remark|Example|Conjecture|Notation)(?: (?P<number>L?[\d.]+))?\*\*",
     re.MULTILINE,
 )
 
@@ -102,7 +102,7 @@ def test_the_colab_notebook_has_no_myst_left_and_keeps_every_statement(md, conve
     for (kind, number), (_, numbered) in zip(titles, expected):
         assert (number is not None) == numbered, (md.stem, kind, number)
     n_solutions = len(re.findall(r"^(?:`{3,}|:{3,})\{solution\}", markdown(source), re.M))
-    assert len(re.findall(r"<summary><b>Solution to Exercise [\d.]+[ <]", markdown(nb))) == (
+    assert len(re.findall(r"<summary><b>Solution to Exercise L?[\d.]+[ <]", markdown(nb))) == (
         n_solutions
     )
 
@@ -270,11 +270,11 @@ def test_numbers_follow_the_sites_counters(planted_book):
     assert "[Exercise 2.1](" in text and "[Fig. 2.1](" in text  # {numref}
     assert "[Theorem 2.1](" in text  # {prf:ref}: as the site writes it
     assert "[A section](" in text  # {ref} of a section: its title
-    # unnumbered pages share one counter per kind, in reading order: the second lab goes on counting
+    # a lab numbers its blocks on its own, after its lesson's number: lab 2's Fig. L2.1, ...
     _, lab = convert_planted(planted_book, "book/labs/02_b")
     text = markdown(lab)
-    assert "**Theorem 2** (A statement)" in text and "**Exercise 3** (First)" in text
-    assert "**Fig. 2.** A figure of [Lesson B](" in text
+    assert "**Theorem L2.1** (A statement)" in text and "**Exercise L2.1** (First)" in text
+    assert "**Fig. L2.1.** A figure of [Lesson B](" in text
 
 
 def test_a_student_copy_of_a_planted_page_has_numbers_and_no_solution(planted_book):

@@ -401,9 +401,14 @@ def test_figures_are_numbered_captioned_and_labelled(site, page):
         assert img["caption"] is not None, (
             f"{where} is not a captioned figure: give its cell `mystnb: figure: caption/name` and `image: alt`"
         )
-        assert img["number"] and re.match(r"Fig\. \d+(\.\d+)*", img["number"]), (
+        assert img["number"] and re.match(r"Fig\. L?\d+(\.\d+)*", img["number"]), (
             f"{where} has no figure number (caption: {img['caption'][:80]!r})"
         )
+        lab = re.search(
+            r"labs/(\d\d)_", page
+        )  # a lab numbers its own figures: lab 2's Fig. L2.1, ...
+        if lab:
+            assert img["number"].startswith(f"Fig. L{int(lab[1])}."), (where, img["number"])
         assert len(img["caption"]) > len(img["number"]) + 10, f"{where}: the caption is empty"
         assert img["figure_id"], f"{where} has no label (mystnb: figure: name)"
 

@@ -223,10 +223,18 @@ def uncommitted_library(root: Path) -> list[str]:
     return [line[3:] for line in done.stdout.splitlines() if line.strip()]
 
 
-def toc_numbers(root: Path) -> dict[str, tuple[int, ...]]:
+def lab_number(page: str) -> tuple[str, ...]:
+    """``("L2",)`` for lab 2 (``book/labs/02_name``), () for another page of an unnumbered part: the
+    site numbers a lab's figures "Fig. L2.1", ... (``book/_ext/book_site.py``, ``lab_section_number``)."""
+    m = re.match(r"^book/labs/(\d\d)_", page)
+    return (f"L{int(m[1])}",) if m else ()
+
+
+def toc_numbers(root: Path) -> dict[str, tuple]:
     """{page: its number} for every page of ``_toc.yml``: (N,) for the N-th chapter of the numbered parts
     (numbering runs on across numbered parts, Jupyter Book's default), (N, k) for the k-th section page
-    below it, () for a page of an unnumbered part (or the root)."""
+    below it, ("L2",) for lab 2 (:func:`lab_number`), () for another page of an unnumbered part (or the
+    root)."""
     toc = yaml.safe_load((root / "_toc.yml").read_text())
     out = {toc["root"]: ()}
     chapter = 0
@@ -240,7 +248,7 @@ def toc_numbers(root: Path) -> dict[str, tuple[int, ...]]:
                 chapter += 1
                 number = (chapter,)
             else:
-                number = (*prefix, k) if numbered else ()
+                number = (*prefix, k) if numbered else lab_number(entry["file"])
             out[entry["file"]] = number
             walk(entry.get("sections"), number, numbered)
 

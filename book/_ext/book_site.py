@@ -246,7 +246,36 @@ def _add_static(app):
     app.config.html_static_path.append(str(Path(__file__).parent / "static"))
 
 
+#: A lab's page name (``book/labs/NN_name``): its numbered blocks are numbered "L{N}.k".
+LAB_DOC = re.compile(r"^book/labs/(\d\d)_")
+
+
+def lab_section_number(docname: str) -> tuple[str, ...] | None:
+    """The number a lab's figures and other numbered blocks carry before their own: ``("L2",)`` for
+    ``book/labs/02_name`` (lab 2, beside lesson 2, whose figures are "Fig. 2.k"); None for other pages.
+    ``tools/colab_notebooks.py`` (``toc_numbers``) numbers the labs' notebooks the same way."""
+    m = LAB_DOC.match(docname)
+    return (f"L{int(m[1])}",) if m else None
+
+
+def number_lab_blocks(app, env):
+    """Number each lab's figures (and remarks, exercises) on their own, "Fig. L2.1", "Fig. L2.2", ...:
+    the labs' part of the table of contents is unnumbered, so Sphinx numbers their blocks in one run
+    across every lab (Fig. 1 to 16). Runs after Sphinx assigns the numbers (``env-get-updated``), keeping
+    its order on each page; references (``numref``) read the same table."""
+    for docname, by_type in env.toc_fignumbers.items():
+        secnum = lab_section_number(docname)
+        if secnum is None:
+            continue
+        for ids in by_type.values():
+            ordered = sorted(ids, key=lambda node_id: ids[node_id])  # document order
+            for k, node_id in enumerate(ordered, 1):
+                ids[node_id] = (*secnum, k)
+    return []
+
+
 def setup(app):
+    app.connect("env-get-updated", number_lab_blocks, priority=900)
     app.connect("doctree-read", title_dropdown_proofs)
     app.connect("doctree-resolved", add_badge)
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)
