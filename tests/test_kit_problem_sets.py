@@ -329,7 +329,12 @@ def test_the_autograder_config_lists_what_the_sets_import():
         nb = jupytext.read(problem_sets.SOURCES / f"{name}.md")
         problem_sets.add_requirements(problem_sets.pin_setup(nb, commit, name), name)
         config = yaml.safe_load(nb.cells[0].source)
-        assert config["requirements"] == ["torch", "scipy", f"softlin @ git+{url}@{commit}"], name
+        assert config["requirements"] == [
+            problem_sets.CPU_TORCH_INDEX,
+            "torch",
+            "scipy",
+            f"softlin @ git+{url}@{commit}",
+        ], name
         with pytest.raises(SystemExit, match="adds them"):  # not twice
             problem_sets.add_requirements(nb, name)
 

@@ -112,3 +112,36 @@ def test_no_table_row_writes_a_norm_with_an_escaped_bar():
         if line.startswith("|") and "\\|" in line
     ]
     assert not bad, f"table rows with \\| (write \\lVert ... \\rVert): {bad}"
+
+
+def test_the_constants_table_gives_the_values_the_lessons_print():
+    """The values of the constants table, computed again with softlin in each lesson's setting."""
+    import softlin.icl as icl
+    import torch
+
+    table = NOTATION.read_text().split("(notation-constants)=", 1)[1].split("\n## ", 2)[1]
+    rows = [line for line in table.splitlines() if line.startswith("| {doc}")]
+    assert rows, "no constants table"
+    value = {r.split("|")[2].strip(): r.split("|")[6].strip() for r in rows}
+    Sigma = icl.kms_covariance(5, 0.5)
+    Sigma_1 = Sigma / float(torch.linalg.matrix_norm(Sigma, ord=2))
+    C = icl.risk_fluctuation_constant(*icl.bayes_optimal_parameters(Sigma), Sigma)
+    C_1 = icl.risk_fluctuation_constant(*icl.bayes_optimal_parameters(Sigma_1), Sigma_1)
+    assert value["$C$"] == f"{C:.1f} at the KMS $\\Sigma$; {C_1:.1f} at $\\Sigma_1$", value["$C$"]
+    const = icl.large_prompt_constants(Sigma, tau2=0.2, noise_var=0.1)
+    at_one = (
+        2
+        * icl.risk_fluctuation_constant(
+            *icl.bayes_optimal_parameters(Sigma), Sigma, tau2=0.2, noise_var=0.1
+        )
+        - const.bayes
+    )
+    assert f"= {at_one:.2f}$" in value[r"$\bar C_1(r)$"], value[r"$\bar C_1(r)$"]
+    expected = (
+        f"$C_{{\\rm lin}} = {const.linear:.2f}$; $C_{{\\rm soft}} = {const.softmax:.2f}$, "
+        f"at $r^\\star = {const.scale:.3f}$"
+    )
+    assert value[r"$C_{\rm lin}$, $C_{\rm soft}$"] == expected, (
+        value[r"$C_{\rm lin}$, $C_{\rm soft}$"],
+        expected,
+    )

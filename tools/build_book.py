@@ -402,7 +402,9 @@ def seed_section() -> list[str]:
         "",
         "Every check of a page must hold whatever `seed` a reader sets in its parameters cell. "
         "`tools/run_seeds.py --record` executes pages at several seeds and keeps, per run, whether all "
-        "the page's checks held, in `book/data/seed_record.json`:",
+        "the page's checks held, in `book/data/seed_record.json`. The commit column says where each page "
+        "was swept: a page is swept again when its code changes, so one whose later changes were prose, "
+        "captions or tables keeps its earlier record.",
         "",
         "| page | mode | all checks held | seeds | commit |",
         "|---|---|---:|---|---|",

@@ -392,9 +392,9 @@ def blank_fractions(pdf: Path, dpi: int = 40) -> list[float]:
         return out
 
 
-#: Pages printed before the lessons: the course's summary sheet, and the lecturer's run sheets (one page
-#: per session).
-SUMMARY_PAGES = ("chain_of_results", "run_sheets")
+#: Pages printed before the lessons: the course's summary sheet, the lecturer's run sheets (one page
+#: per session) and the quiz sheet (the quizzes without their explanations or key).
+SUMMARY_PAGES = ("chain_of_results", "run_sheets", "quizzes")
 
 
 def handout_pages(root: Path = ROOT) -> dict[str, str]:

@@ -476,14 +476,17 @@ def pin_setup(nb, commit: str | None, name: str = "set"):
 
 
 SOFTLIN_URL = re.compile(r"%pip install -q (git\+\S+)")
-AUTOGRADER_PACKAGES = ("torch", "scipy")
+#: pip finds torch's CPU build here first (a CPU-only build of about 200 MB, not PyPI's default with
+#: CUDA, several GB): grading needs no GPU. A line of the zip's requirements.txt, as pip reads it.
+CPU_TORCH_INDEX = "--extra-index-url https://download.pytorch.org/whl/cpu"
+AUTOGRADER_PACKAGES = (CPU_TORCH_INDEX, "torch", "scipy")
 
 
 def add_requirements(nb, name: str = "set"):
     """Make the assignment config of ``nb`` (its ``# ASSIGNMENT CONFIG`` raw cell) list the packages the
     sets import, so that ``otter assign`` puts them in ``autograder.zip`` (in place; run after
-    :func:`pin_setup`). otter's own requirements (otter-grader) are kept, and these are added: torch,
-    scipy and ``softlin`` from the same URL and commit as the setup cell's install. They matter only
+    :func:`pin_setup`). otter's own requirements (otter-grader) are kept, and these are added: torch (from the CPU
+    build's index, :data:`CPU_TORCH_INDEX`), scipy and ``softlin`` from the same URL and commit as the setup cell's install. They matter only
     where the zip builds its own environment (Gradescope); ``--grade`` uses this one."""
     configs = [
         c for c in nb.cells if c.cell_type == "raw" and c.source.startswith("# ASSIGNMENT CONFIG")

@@ -274,7 +274,7 @@ def _claim(what, se, n_se, slack, **numbers):
 def _allowance(n_se, s, slack):
     """ "4 SE + 0.001", "4 SE" or "0.001" for the verdict line."""
     slack = float(np.max(slack))  # the largest, where it is given per entry
-    parts = ([f"{n_se:g} SE"] if n_se else []) + ([f"{slack:.2g}"] if slack else [])
+    parts = ([f"{n_se:.3g} SE"] if n_se else []) + ([f"{slack:.2g}"] if slack else [])
     return " + ".join(parts)
 
 
@@ -306,8 +306,8 @@ def _one_sided(passed, v, b, s, n_se, slack, side):
         return f"{v:.4g} {side if passed else 'NOT ' + side} {shifted:.4g}"
     where = f"{v:.4g} ± {s:.2g} {_distance(v, b, s)}"
     if passed:
-        return f"{where}; the check needs {n_se:g} SE{tail}: holds"
-    return f"{where}: NOT {side} it by the required {n_se:g} SE{tail}"
+        return f"{where}; the check needs {n_se:.3g} SE{tail}: holds"
+    return f"{where}: NOT {side} it by the required {n_se:.3g} SE{tail}"
 
 
 def check_below(value, bound, *, se=0.0, n_se=0.0, slack=0.0, what="value"):

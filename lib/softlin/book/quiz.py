@@ -87,7 +87,7 @@ class Quiz:
             '<p class="sq-head"><strong>Quick quiz.</strong> <span class="sq-screen">Note your first '
             "answer's letter, then pick it: its explanation appears below it. Try the others too.</span>"
             '<span class="sq-print">Note the letter of your answer to each question: the class '
-            "discusses them, and the lesson's notebook explains every choice.</span></p>",
+            "discusses them, and the quiz on the book's site explains every choice.</span></p>",
         ]
         for i, q in enumerate(self.questions, 1):
             out.append(f'<fieldset class="sq-q"><legend>{i}. {html.escape(q["question"])}</legend>')
