@@ -298,7 +298,10 @@ def test_student_notebook_runs_in_a_fresh_colab_like_environment(
     ran = nbformat.read(out, as_version=4)
     for cell in ran.cells:
         if cell.cell_type == "code" and "exercise-check" in cell.metadata.get("tags", []):
-            text = "".join(o.get("text", "") for o in cell.get("outputs", []))
+            text = "".join(
+                o.get("text", "") + o.get("data", {}).get("text/plain", "")
+                for o in cell.get("outputs", [])
+            )  # printed, or displayed (answer_check's "No answer yet")
             assert "No answer yet" in text, (
                 f"{ipynb.name}: a check cell did not run its check: {text[:300]!r}"
             )

@@ -889,3 +889,30 @@ def test_set_2_s_public_reference_value_is_the_quadrature_s():
             stated.group(1),
             float(w @ f),
         )
+
+
+def test_the_oral_check_bank_is_built_beside_the_rubrics_and_not_on_the_site(built):
+    """Nine questions, three per set, each with its follow-up and both answers; built into the sets'
+    folder (`oral-checks.md`) and named in its README; the book's pages do not print it; its numbers are
+    the lessons' (computed again here)."""
+    import softlin.icl as icl
+
+    bank = (built / "oral-checks.md").read_text()
+    assert "oral-checks.md" in (built / "README.md").read_text()
+    rows = [line for line in bank.splitlines() if re.match(r"^\| [123] \|", line)]
+    assert [r[2] for r in rows] == list("111222333"), rows
+    for row in rows:
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        assert len(cells) == 5 and all(len(c) > 20 for c in cells[1:]), row
+    assert "0 to 2 for the bank question" in bank and "0 to 2 for the follow-up" in bank
+    for page in (ROOT / "book").glob("*.md"):  # the site shows none of the follow-ups
+        text = page.read_text()
+        assert "For tokens $\\pm1$ with equal probabilities, what are the coefficients" not in text
+    Sigma = icl.kms_covariance(5, 0.5)
+    noisy = icl.large_prompt_constants(Sigma, tau2=0.2, noise_var=0.5)
+    assert f"{noisy.softmax:.2f}" == "24.86" and round(1000 * noisy.linear / noisy.softmax) == 241
+    paper = icl.large_prompt_constants(Sigma, tau2=0.2, noise_var=0.1)
+    A, b = icl.bayes_optimal_parameters(Sigma)
+    at_one = 2 * icl.risk_fluctuation_constant(A, b, Sigma, tau2=0.2, noise_var=0.1) - paper.bayes
+    assert f"From {at_one:.2f} at $r = 1$ to $C_{{\\rm soft}} = {paper.softmax:.2f}$" in bank
+    assert f"a factor of about {at_one / paper.softmax:.2f}" in bank

@@ -682,6 +682,11 @@ def softlin_requirement(built: Path) -> str:
     return next((x.strip() for x in lines if x.startswith("softlin")), "softlin")
 
 
+#: The oral-check bank (a question per derivation, each with a follow-up that changes one input, and a
+#: scoring rule), copied beside the sets' rubrics; the site does not show it.
+ORAL_CHECKS = ROOT / "course" / "oral_checks.md"
+
+
 def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> None:
     which = "" if variant is None else f" (variant {variant}: `--variant {variant}`)"
     lines = [
@@ -722,6 +727,9 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "gradebook).",
         "",
         "Each set's rubric.md gives the points per question and the rubrics of the questions graded by hand.",
+        "oral-checks.md is the bank of the oral check (a question per derivation, each with a follow-up "
+        "that changes one input, and how to score them), for the instructor: keep it, like the rubrics, "
+        "from students.",
         "The solution notebook to grade or to hand out after the deadline is NAME/autograder/NAME.ipynb; "
         "masters/ holds the sources `otter assign` reads (tests and solutions in raw cells), not "
         "notebooks to grade.",
@@ -932,6 +940,7 @@ def main(argv=None) -> int:
     wheel = build_wheel(out)
     print(f"problem_sets: {wheel.name}, for grading without the repository")
     readme(known if not args.names else names, out, args.variant)
+    shutil.copyfile(ORAL_CHECKS, out / "oral-checks.md")  # for the instructor; not on the site
     zip_students(names, out)
     return 0
 

@@ -627,15 +627,11 @@ def _render_slide(lesson: Lesson, r: Renderer, slide: dict, where: str, rel: str
             )
         elif key == "check":
             lines = check_lines(lesson, value if isinstance(value, list) else str(value), where)
-            gloss = (
-                " SE is a standard error; the build stops if the claim fails."
-                if any(" SE " in x for x in lines)
-                else ""
-            )
+            gloss = " SE: a standard error." if any(" SE " in x for x in lines) else ""
             parts.append(
                 f"<div{check_attrs}>"
-                '<p class="check-title">The lesson\'s check printed, in this '
-                f"build ({html.escape(lesson.mode)} mode).{gloss}</p><pre>"
+                '<p class="check-title">What the lesson measured '
+                f"({html.escape(lesson.mode)} mode).{gloss}</p><pre>"
                 + "\n".join(unbroken_numbers(html.escape(x)) for x in lines)
                 + "</pre></div>"
             )

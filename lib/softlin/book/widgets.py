@@ -227,6 +227,27 @@ def _in_float64(compute, *args, **objects):
         torch.set_default_dtype(before)
 
 
+def _no_answer_yet(message: str) -> None:
+    """Say that a check cell has no answer yet: printed outside IPython; in a notebook, as text and as
+    HTML of class ``softlin-no-answer``, which the site shows on screen and leaves out of the printed
+    handouts (the sentence means nothing on paper)."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:  # pragma: no cover - IPython ships with the book's requirements
+        get_ipython = None
+    if get_ipython is None or get_ipython() is None:
+        print(message)
+        return
+    import html
+
+    display(
+        {"text/plain": message,
+         "text/html": f'<p class="softlin-no-answer">{html.escape(message)}</p>'},
+        raw=True,
+    )  # fmt: skip
+
+
 def answer_check(
     expected,
     *args,
@@ -379,7 +400,7 @@ def make_check(
 
     def check(answer) -> _Verdict:
         if answer is None:
-            print(
+            _no_answer_yet(
                 "No answer yet: replace None by your answer, then run this cell in Colab or Jupyter "
                 "to check your answer."
             )
