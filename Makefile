@@ -49,7 +49,7 @@ bench: $(STAMP)
 
 ## Re-pair every chapter's .ipynb after editing its .md (keeps cell ids stable).
 sync: $(STAMP)
-	for f in book/[0-9]*.md book/labs/[0-9]*.md book/quizzes.md book/performance.md; do $(VENV)/bin/jupytext --sync "$$f"; done
+	for f in book/[0-9]*.md book/labs/[0-9]*.md book/quizzes.md book/performance.md; do $(VENV)/bin/jupytext --sync "$$f" || exit 1; done
 
 ## Student copies of the lessons (solutions removed) and of their labs, converted for plain notebook front
 ## ends as Colab's (tools/colab_notebooks.py): _build/student-notebooks/ and a zip.
