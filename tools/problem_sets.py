@@ -706,21 +706,25 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
     lines += [
         "",
         "Grade a submission with otter alone (no Docker, no repository): it runs the same public and "
-        "hidden tests. Install, once, otter, a Jupyter kernel and softlin at the commit these sets were "
-        "built from, from the wheel beside this file: `pip install otter-grader==7.0.0 ipykernel torch "
-        "scipy ./softlin-*.whl` (grading needs no GPU: on "
-        "Linux, `pip install torch --index-url https://download.pytorch.org/whl/cpu` first avoids "
-        "the multi-GB CUDA build) (or, with network, "
-        f'`pip install otter-grader==7.0.0 ipykernel torch scipy "{softlin}"`); then, for each '
-        "submission, "
+        "hidden tests.",
+        "",
+        "1. Install, once, otter, a Jupyter kernel and softlin at the commit these sets were built from, "
+        "from the wheel beside this file. Grading needs no GPU: on Linux, first "
+        "`pip install torch --index-url https://download.pytorch.org/whl/cpu` (it avoids the multi-GB "
+        "CUDA build), then `pip install otter-grader==7.0.0 ipykernel torch scipy ./softlin-*.whl` "
+        "(or, with network, "
+        f'`pip install otter-grader==7.0.0 ipykernel torch scipy "{softlin}"`).',
+        "2. For each submission FILE.ipynb of set NAME: "
         "`mkdir -p results/FILE && otter run -a NAME/autograder/autograder.zip -o results/FILE "
-        "FILE.ipynb`: the points of each autograded question land in `results/FILE/results.json`, "
-        "whose output text quotes the hidden tests (return the points to students, not the file). The "
-        "questions graded by hand are in each set's rubric.md. otter then prints \"No log found with "
-        'which to verify student scores": harmless here (these sets do not ask otter to log the '
-        "students' runs), the points are those of the tests it has just run. Its summary's "
-        '"Public Tests" row reads NaN: the public checks carry no points (all of a question\'s points '
-        "are on its hidden tests), so that row has nothing to count.",
+        "FILE.ipynb`.",
+        "3. Read the points of each autograded question in `results/FILE/results.json`. Its output "
+        "text quotes the hidden tests: return the points to students, not the file.",
+        "4. Grade the questions graded by hand with each set's rubric.md.",
+        "",
+        'Two messages of otter are expected: "No log found with which to verify student scores" is '
+        "harmless here (these sets do not ask otter to log the students' runs; the points are those of "
+        'the tests it has just run), and its summary\'s "Public Tests" row reads NaN: the public '
+        "checks carry no points (all of a question's points are on its hidden tests).",
         "",
         f"In the book's repository: `.venv/bin/python tools/problem_sets.py {grade} NAME FILE.ipynb` "
         "grades with the same tests and prints the points per question (`--csv grades.csv` writes a "
