@@ -1,20 +1,21 @@
-"""The instructor's plan fits the material (book/instructor.md, "A module in three sessions").
+"""The instructor's plan fits the material (book/instructor.md, "The plan", and book/run_sheets.md).
 
-Reading time is counted as the plan says, about 35 minutes per 1 000 words of a lesson's prose
-(``tools/lesson_metrics.prose_words``; the lessons' read-through gave 60-80 minutes for 1 900 words).
-Students read whole lessons, two before each session (no "read up to the statement" instructions: the
-lessons are short enough to be read whole). For each session the reading must stay within about two
-hours (two hours and at most 10 % more: lessons 3 and 4 together take about 130 minutes), and the
-minutes the plan states must be within 20 % of the count. Each session's class minutes
-add up to 90, with at least 10 minutes of slack, and the plan names the decks, quizzes and problem
-sets. Each deck gets 3 to 4 minutes a
-slide (the slides of its outline, ``book/slides/NN_name.yml``, after the title slide: time to ask for a
-prediction and discuss it), says how many slides it has, and each of the seven decks has its slot.
+The plan is given once: a table on the instructor page (a row per session) and, minute by minute, a run
+sheet per session. Reading time is counted as the plan says, about 35 minutes per 1 000 words of a
+lesson's prose (``tools/lesson_metrics.prose_words``; the lessons' read-through gave 60-80 minutes for
+1 900 words). Students read whole lessons, two before each session. For each session the reading must
+stay within about two hours (two hours and at most 10 % more: lessons 3 and 4 together take about 130
+minutes), and the minutes the plan states must be within 20 % of the count. Each session's class minutes
+add up to 90, with at least 10 minutes of slack, and the plan names the decks, quizzes and problem sets.
+Each deck gets 3 to 4 minutes a slide (the slides of its outline, ``book/slides/NN_name.yml``, after the
+title slide: time to ask for a prediction and discuss it), its run sheet rows show every slide, and each
+of the seven decks has its slot.
 """
 
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -38,35 +39,53 @@ MINUTES_PER_SLIDE = (3, 4)  # with a prediction asked and discussed
 MIN_SLACK = 10  # minutes of each session left for questions and the slide that runs long
 
 
-def session_rows() -> list[str]:
-    table = PLAN.split("## A module in three sessions", 1)[1].split("\n## ", 1)[0]
-    return [line for line in table.splitlines() if re.match(r"^\| \d\. ", line)]
+def plan_rows() -> list[str]:
+    """The rows of the plan's table on the instructor page, one per session."""
+    table = PLAN.split("\n## The plan\n", 1)[1].split("\n| session |", 1)[1].split("\n\n", 1)[0]
+    return [line for line in table.splitlines() if re.match(r"^\| \d \|", line)]
+
+
+def sheet_texts() -> list[str]:
+    """The run sheets' text, one per session (the section after the last sheet left out)."""
+    sheets = RUN_SHEETS.split("\n## Session ")[1:]
+    return [sheet.split("\n## ", 1)[0] for sheet in sheets]
+
+
+def run_sheets() -> list[list[tuple[str, int, str, str]]]:
+    """The run sheets' rows, (clock, minutes, what, open), one list per session."""
+    rows = []
+    for sheet in sheet_texts():
+        found = re.findall(r"^\| (\d:\d\d) \| (\d+) \| ([^|]+) \|([^|]*)\|", sheet, re.M)
+        rows.append([(clock, int(m), what.strip(), o.strip()) for clock, m, what, o in found])
+    return rows
 
 
 def test_the_plan_has_three_sessions_of_90_minutes_with_slack_naming_decks_quizzes_and_problem_sets():
-    rows = session_rows()
-    assert len(rows) == 3, rows
-    for n, row in enumerate(rows, 1):
-        in_class = row.split("|")[3]
-        minutes = [int(m) for m in re.findall(r"(?:^|·)\s*(\d+)\s", in_class)]
-        assert sum(minutes) == 90, (n, minutes)
-        assert "deck" in in_class and "quiz" in in_class, n
-        slack = [int(m) for m in re.findall(r"(?:^|·)\s*(\d+) slack\b", in_class)]
+    sheets, rows = run_sheets(), plan_rows()
+    assert len(sheets) == 3 and len(rows) == 3, (len(sheets), rows)
+    for n, (sheet, row) in enumerate(zip(sheets, rows), 1):
+        assert sum(m for _, m, _, _ in sheet) == 90, (n, sheet)
+        slack = [m for _, m, what, _ in sheet if what.startswith("Slack")]
         assert slack and slack[0] >= MIN_SLACK, (
             f"session {n}: {slack or 'no'} minutes of slack; keep at least {MIN_SLACK}"
         )
-        assert f"problem set {n}" in row, n
+        assert any(what.startswith("Deck ") for _, _, what, _ in sheet), n
+        assert any(re.match(r"Quiz(zes)? \d", what) for _, _, what, _ in sheet), n
+        assert f"problem set {n} (" in row, n
     assert "two-week" in PLAN.lower()
 
 
 @pytest.mark.parametrize("session", sorted(SESSIONS))
 def test_the_reading_before_a_session_fits_in_about_two_hours(session):
-    before = session_rows()[session - 1].split("|")[2]
+    before = sheet_texts()[session - 1].split("**Before.**", 1)[1].split("\n\n", 1)[0]
+    row = plan_rows()[session - 1].split("|")[2]
     stated = [int(m) for m in re.findall(r"\(about (\d+) minutes\)", before)]
-    assert len(stated) == 1, session_rows()[session - 1]
+    assert len(stated) == 1, before
+    assert f"(about {stated[0]} minutes)" in row, (session, row, stated)
     missing = sorted(set(SESSIONS[session]) - set(LESSONS))
     assert not missing, f"session {session}: the lessons {missing} are not in _toc.yml yet"
-    assert all(f"<{s}>`" in before for s in SESSIONS[session]), (session, before)
+    for text in (before, row):
+        assert all(f"<{s}>`" in text for s in SESSIONS[session]), (session, text)
     words = {s: prose_words(LESSONS[s].read_text()) for s in SESSIONS[session]}
     minutes = sum(words.values()) * MINUTES_PER_1000_WORDS / 1000
     assert minutes <= TWO_HOURS, (
@@ -79,76 +98,61 @@ def test_the_reading_before_a_session_fits_in_about_two_hours(session):
 
 
 def test_each_deck_gets_3_to_4_minutes_a_slide():
-    decks = [md.stem for md in lessons(ROOT)]  # deck N is lesson N's
-    seen = []
-    for row in session_rows():
-        in_class = row.split("|")[3]
-        for minutes, n, stated in re.findall(r"(?:^|·)\s*(\d+) deck (\d) \((\d+) slides", in_class):
-            stem = decks[int(n) - 1]
-            slides = len(
-                yaml.safe_load((ROOT / "book" / "slides" / f"{stem}.yml").read_text())["slides"]
-            )
-            assert int(stated) == slides, (
-                f"deck {n}: the plan says {stated} slides, the outline has {slides}"
-            )
-            low, high = (m * slides for m in MINUTES_PER_SLIDE)
-            assert low <= int(minutes) <= high, (
-                f"deck {n}: {minutes} minutes for {slides} slides; 3 to 4 a slide is {low}-{high}"
-            )
-            seen.append(int(n))
-    # the last deck, lesson 7's, is read with that lesson after the last session, but for its open
-    # questions, which launch the report: the last session shows them
-    last = len(decks)
-    assert sorted(seen) == list(range(1, last)), seen
-    assert re.search(
-        rf"(?:^|·)\s*\d+ deck {last}'s open questions", session_rows()[-1].split("|")[3]
+    """A deck's minutes are those of the run sheet rows that show it ("Deck N: ..."), and those rows
+    show its slides 1 to the last of its outline; the last deck, lesson 7's, is read with that lesson
+    after the last session, but for its open questions, which launch the report."""
+    stems = [md.stem for md in lessons(ROOT)]  # deck N is lesson N's
+    minutes, shown = defaultdict(int), defaultdict(set)
+    for sheet in run_sheets():
+        for _, m, what, opened in sheet:
+            deck = re.match(r"Deck (\d)\b", what)
+            if deck:
+                n = int(deck[1])
+                minutes[n] += m
+                for a, b in re.findall(rf"deck {n}, slides? (\d+)(?: to (\d+))?", opened):
+                    shown[n] |= set(range(int(a), int(b or a) + 1))
+    last = len(stems)
+    assert sorted(minutes) == list(range(1, last + 1)), sorted(minutes)
+    for n in range(1, last):
+        outline = ROOT / "book" / "slides" / f"{stems[n - 1]}.yml"
+        slides = len(yaml.safe_load(outline.read_text())["slides"])
+        assert shown[n] == set(range(1, slides + 1)), (
+            f"deck {n}: the run sheets show slides {sorted(shown[n])}, the outline has {slides}"
+        )
+        low, high = (m * slides for m in MINUTES_PER_SLIDE)
+        assert low <= minutes[n] <= high, (
+            f"deck {n}: {minutes[n]} minutes for {slides} slides; 3 to 4 a slide is {low}-{high}"
+        )
+    assert any(
+        what.startswith(f"Deck {last}: its open questions") for _, _, what, _ in run_sheets()[-1]
     ), f"the last session does not show deck {last}'s open questions"
 
 
-def run_sheets() -> list[list[tuple[str, int, str]]]:
-    """The run sheets' rows, (clock, minutes, what), one list per session."""
-    sheets = RUN_SHEETS.split("\n## Session ")[1:]
-    rows = []
-    for sheet in sheets:
-        found = re.findall(r"^\| (\d:\d\d) \| (\d+) \| ([^|]+) \|", sheet, re.M)
-        rows.append([(clock, int(m), what.strip()) for clock, m, what in found])
-    return rows
-
-
-def test_each_run_sheet_is_its_session_of_the_plan_minute_by_minute():
-    """A run sheet per session: its minutes are the plan's items, in order; its clock starts at 0:00 and
-    adds them up, and the session ends at 1:30; its decks and exercise are the plan's."""
+def test_each_run_sheet_is_a_clock_of_90_minutes():
+    """A run sheet's clock starts at 0:00 and adds up its rows' minutes; the session ends at 1:30."""
     sheets = run_sheets()
     assert len(sheets) == 3, [len(s) for s in sheets]
-    for n, (row, sheet) in enumerate(zip(session_rows(), sheets), 1):
-        in_class = row.split("|")[3]
-        planned = [int(m) for m in re.findall(r"(?:^|·)\s*(\d+)\s", in_class)]
-        assert [m for _, m, _ in sheet] == planned, (n, sheet, planned)
+    for n, sheet in enumerate(sheets, 1):
         clock = 0
-        for at, minutes, what in sheet:
+        for at, minutes, what, _ in sheet:
             h, m = map(int, at.split(":"))
             assert 60 * h + m == clock, (n, at, what, clock)
             clock += minutes
         assert clock == 90, n
-        for deck in re.findall(r"(?:^|·)\s*\d+ deck (\d)", in_class):
-            assert any(what.startswith(f"Deck {deck}:") for _, _, what in sheet), (n, deck)
 
 
-def test_the_plan_at_a_glance_is_the_plan():
-    """The one-screen table at the top of the instructor page names, per session, the lessons read, the
-    decks, the quizzes, the exercise and the problem set of the full plan's row."""
-    glance = PLAN.split("## At a glance", 1)[1].split("\n## ", 1)[0]
-    rows = [line for line in glance.splitlines() if re.match(r"^\| \d \|", line)]
+def test_the_plan_table_is_the_run_sheets():
+    """The plan's row for a session names the lessons read, the decks, the quizzes and the exercise of
+    that session's run sheet, and its problem set."""
+    rows = plan_rows()
     assert len(rows) == 3, rows
-    numbers = {stem: n for n, stem in enumerate(LESSONS, 1)}
-    for n, (row, full) in enumerate(zip(rows, session_rows(), strict=True), 1):
-        read = [numbers[stem] for stem in SESSIONS[n]]
-        assert f"lessons {read[0]} and {read[1]}" in row, (n, row)
-        for exercise in re.findall(r"Exercise \d\.\d", full):
-            assert exercise in row, f"session {n}: {exercise} of the plan is not at a glance"
-        for deck in re.findall(r"\bdeck (\d)", full.split("|")[3]):
+    for n, (row, sheet) in enumerate(zip(rows, run_sheets(), strict=True), 1):
+        shown = " · ".join(what for _, _, what, _ in sheet)
+        for exercise in re.findall(r"Exercise \d\.\d", shown):
+            assert exercise in row, f"session {n}: {exercise} of the run sheet is not in the plan"
+        for deck in re.findall(r"\bDeck (\d)", shown):
             assert re.search(rf"decks? [\d, and]*\b{deck}\b", row), f"session {n}: deck {deck}"
-        for quiz in re.findall(r"\bquiz(?:zes)? (\d)(?: and (\d))?", full.split("|")[3]):
+        for quiz in re.findall(r"\bQuiz(?:zes)? (\d)(?: and (\d))?", shown):
             for q in filter(None, quiz):
                 assert re.search(rf"quiz(?:zes)? [\d, and]*\b{q}\b", row), f"session {n}: quiz {q}"
         assert f"problem set {n}" in row, n
@@ -168,13 +172,11 @@ def test_each_run_sheet_says_what_to_read_open_cut_and_announce():
         for stem in LESSONS
     }
     all_titles = set().union(*titles.values())
-    numbers = {stem: n for n, stem in enumerate(LESSONS, 1)}
-    for n, sheet in enumerate(RUN_SHEETS.split("\n## Session ")[1:], 1):
+    for n, sheet in enumerate(sheet_texts(), 1):
         for part in ("**Before.**", "**Open.**", "**If it runs late.**", "**Announce.**"):
             assert part in sheet, f"run sheet {n} has no {part}"
         before = sheet.split("**Before.**", 1)[1].split("\n\n", 1)[0]
-        read = [numbers[stem] for stem in SESSIONS[n]]
-        assert f"lessons {read[0]} and {read[1]}" in before, (n, before)
+        assert all(f"<{stem}>`" in before for stem in SESSIONS[n]), (n, before)
         late = sheet.split("**If it runs late.**", 1)[1].split("\n\n", 1)[0]
         cut = re.findall(r'"([^"]+)"', late)
         assert cut, f"run sheet {n}: 'If it runs late' names no slide to cut"

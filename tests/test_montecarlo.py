@@ -156,7 +156,7 @@ def test_checks_print_a_verdict_and_fail_with_their_numbers(capsys):
         in capsys.readouterr().out
     )
     mc.check_above(torch.tensor(3.0), 1.0, what="gap")
-    assert capsys.readouterr().out.strip() == "gap 3 above 1"
+    assert capsys.readouterr().out.strip() == "gap 3, above 1"
     # a deliberately broken check: the error holds the numbers and the claim, nothing is printed
     with pytest.raises(
         AssertionError, match=r"slope -0\.45 ± 0\.006 is 8\.33 SE from -0\.5: NOT within the 4 SE"
@@ -167,7 +167,7 @@ def test_checks_print_a_verdict_and_fail_with_their_numbers(capsys):
         match=r"ratio 0\.074 ± 0\.019 is 3\.89 SE above 0: NOT above it by the required 4 SE",
     ):
         mc.check_above(0.074, 0.0, se=0.019, n_se=4, what="ratio")
-    with pytest.raises(AssertionError, match=r"error 0\.2 NOT below 0\.1"):
+    with pytest.raises(AssertionError, match=r"error 0\.2, NOT below 0\.1"):
         mc.check_below(0.2, 0.1, what="error")
     assert capsys.readouterr().out == ""
 

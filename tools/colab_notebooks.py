@@ -54,6 +54,8 @@ import nbformat
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
+from book_site import lab_section_number  # the site's rule, so the two number labs alike
 from build_book import notebook_chapters, page_name, toc_files
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -225,9 +227,8 @@ def uncommitted_library(root: Path) -> list[str]:
 
 def lab_number(page: str) -> tuple[str, ...]:
     """``("L2",)`` for lab 2 (``book/labs/02_name``), () for another page of an unnumbered part: the
-    site numbers a lab's figures "Fig. L2.1", ... (``book/_ext/book_site.py``, ``lab_section_number``)."""
-    m = re.match(r"^book/labs/(\d\d)_", page)
-    return (f"L{int(m[1])}",) if m else ()
+    site numbers a lab's figures "Fig. L2.1", ... by the same rule (``book/_ext/book_site.py``)."""
+    return lab_section_number(page) or ()
 
 
 def toc_numbers(root: Path) -> dict[str, tuple]:

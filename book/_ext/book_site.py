@@ -253,7 +253,7 @@ LAB_DOC = re.compile(r"^book/labs/(\d\d)_")
 def lab_section_number(docname: str) -> tuple[str, ...] | None:
     """The number a lab's figures and other numbered blocks carry before their own: ``("L2",)`` for
     ``book/labs/02_name`` (lab 2, beside lesson 2, whose figures are "Fig. 2.k"); None for other pages.
-    ``tools/colab_notebooks.py`` (``toc_numbers``) numbers the labs' notebooks the same way."""
+    ``tools/colab_notebooks.py`` (``lab_number``) numbers the labs' notebooks with this function."""
     m = LAB_DOC.match(docname)
     return (f"L{int(m[1])}",) if m else None
 

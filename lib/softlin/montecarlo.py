@@ -303,7 +303,7 @@ def _one_sided(passed, v, b, s, n_se, slack, side):
     tail = f" (slack {float(np.max(slack)):.2g})" if np.any(slack) else ""
     if not n_se:
         shifted = b + float(np.max(slack)) * (1 if side == "below" else -1)
-        return f"{v:.4g} {side if passed else 'NOT ' + side} {shifted:.4g}"
+        return f"{v:.4g}, {side if passed else 'NOT ' + side} {shifted:.4g}"
     where = f"{v:.4g} ± {s:.2g} {_distance(v, b, s)}"
     if passed:
         return f"{where}; the check needs {n_se:.3g} SE{tail}: holds"
