@@ -298,6 +298,44 @@ def test_a_variant_asks_set_1_question_2_about_another_law_of_the_family(seed):
         assert abs(1 / (lam - a) - ref) > 0.4 * ref, "the exponential law's answer would pass"
 
 
+@pytest.mark.parametrize("seed", [1, 2, VARIANT])
+def test_a_variant_asks_set_2_question_1_about_set_1_s_law(seed):
+    """Set 2's questions 1 and 3 take the tokens of set 1's question 2: in a variant the Gamma law of shape
+    2 or 3, so the public closed form (the exponential law's) answers it wrongly. The variant's solution
+    is checked against C_1 = E[e^{2aX}(X - T)^2] / (E e^{aX})^2 by quadrature, the public checks' exact
+    values are those of the quadrature, and the simulation draws Gamma tokens whose sample mean is k / lam."""
+    import torch
+    from scipy.integrate import quad
+
+    values = problem_sets.parameters(seed)
+    k, lam = values["ps1_measures"]["shape"], values["ps2_concentration"]["lam"]
+    assert values["ps2_concentration"]["shape"] == k and lam == values["ps1_measures"]["lam"]
+    text = problem_sets.source("ps2_concentration", seed)
+    assert f"the Gamma law of shape $k = {k}$" in text and "the exponential law" not in text
+    assert f"here with $k = {k}$" in text and f"torch.empty(n, L, {k}).exponential_(" in text
+    namespace = {"math": math}
+    exec(re.search(r"def tilted_constant\(a\):\n(?:    .*\n)+", text)[0], namespace)
+
+    def moment(t, f):  # E[e^{tX} f(X)] for Gamma(k, lam) tokens, by quadrature
+        dens = lam**k / math.factorial(k - 1)
+        return quad(lambda x: dens * x ** (k - 1) * math.exp((t - lam) * x) * f(x), 0, math.inf)[0]
+
+    for a in (-lam, 0.0, 0.2 * lam, 0.45 * lam):
+        Z = moment(a, lambda x: 1.0)
+        T = moment(a, lambda x: x) / Z
+        ref = moment(2 * a, lambda x, T=T: (x - T) ** 2) / Z**2
+        assert abs(namespace["tilted_constant"](a) - ref) < 1e-8 * ref, (seed, a)
+        exponential = (lam * lam - 2 * a * lam + 2 * a * a) / (lam * (lam - 2 * a) ** 3)
+        assert abs(exponential - ref) > 0.3 * ref, "the exponential law's answer would pass"
+    assert namespace["tilted_constant"](0.5 * lam) == math.inf
+    at_minus = re.search(r"_c = (\d+) / \((\d+) \* ", text)
+    ref = moment(-2 * lam, lambda x: (x - k / (2 * lam)) ** 2) / moment(-lam, lambda x: 1.0) ** 2
+    assert abs(int(at_minus[1]) / (int(at_minus[2]) * lam**2) - ref) < 1e-9 * ref, (at_minus, ref)
+    x = torch.empty(4000, 10, k).exponential_(lam, generator=torch.Generator().manual_seed(0))
+    mean = float(x.sum(-1).mean())
+    assert abs(mean - k / lam) < 5 * math.sqrt(k / 40000) / lam, (mean, k / lam)
+
+
 def test_the_sets_install_from_the_configured_repository():
     url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
     for name in SETS:
@@ -402,8 +440,8 @@ WRONG = {
     "ps2 Gaussian constant for Exp(1) tokens": (
         "ps2_concentration",
         "q1",
-        "def exponential_constant",
-        "def exponential_constant(a):\n    return math.exp(a * a) * (1 + a * a)\n",
+        "def tilted_constant",
+        "def tilted_constant(a):\n    return math.exp(a * a) * (1 + a * a)\n",
     ),
     "ps2 the centred queries' constant, no mean": (
         "ps2_concentration",
@@ -621,6 +659,15 @@ def test_a_variant_has_other_numbers_and_its_solution_gets_full_marks(built, tmp
     )["questions"]
     assert stale["q3"][0] < stale["q3"][1] and stale["q2"][0] < stale["q2"][1], stale
     assert stale["q1"][0] == stale["q1"][1], stale
+    # set 2's questions 1 and 3 take set 1's law: the default closed form and draws lose them
+    stale = problem_sets.grade(
+        "ps2_concentration",
+        built / "ps2_concentration" / "autograder" / "ps2_concentration.ipynb",
+        out,
+        VARIANT,
+    )["questions"]
+    assert stale["q1"][0] < stale["q1"][1] and stale["q3"][0] < stale["q3"][1], stale
+    assert stale["q2"][0] == stale["q2"][1], stale
 
 
 # Colab, as far as it can be simulated here: what the kernel sees there is (1) ``google.colab`` among
@@ -721,7 +768,7 @@ SLIPS = {
         "ps2_concentration",
         "q1",
     ): (  # the domain of T(a), a < lambda, not that of C_1, a < lambda / 2
-        "def exponential_constant(a):\n"
+        "def tilted_constant(a):\n"
         "    lam = 2.0\n"
         "    if a >= lam:\n"
         "        return math.inf\n"
@@ -781,7 +828,7 @@ SLIPS = {
         "    return float(sq.mean()), float(sq.std() / math.sqrt(n))\n"
     ),
     ("ps2_concentration", "q1 edge"): (  # the domain a > lambda / 2, not a >= lambda / 2
-        "def exponential_constant(a):\n"
+        "def tilted_constant(a):\n"
         "    lam = 2.0\n"
         "    if a > lam / 2:\n"
         "        return math.inf\n"

@@ -32,11 +32,11 @@ each year's students get fresh numbers whose solution and tests agree (``otter a
 running the tests on the solution). A variant is built into ``_build/problem-sets-variant-SEED/``; its
 titles say "(variant)" but not the seed, which only that folder's README.md records: with the seed and
 this repository anyone can rebuild the variant's solutions, so a lecturer keeps it private. A variant
-changes numbers, and one question's law: set 1's question 2 asks about Gamma tokens of shape 2 or 3
-(``ps1_shape``) instead of the exponential law (shape 1), so its public derivation does not answer a
-variant. The other functions the sets ask for take general inputs, and the other derivations and written
-answers keep their wording, so the public solutions answer every variant there (book/grading.md says
-which questions a variant protects).
+changes numbers, and the tokens' law: set 1's question 2 asks about Gamma tokens of shape 2 or 3
+(``ps1_shape``) instead of the exponential law (shape 1), and set 2's questions 1 and 3 take the same
+tokens, so their public derivations do not answer a variant. The other functions the sets ask for take
+general inputs, and the other derivations and written answers keep their wording, so the public
+solutions answer every variant there (book/grading.md says which questions a variant protects).
 
 Before ``otter assign``, the setup cell's ``@main`` becomes the commit the set is built from
 (:func:`pin_setup`, ``git rev-parse HEAD`` as ``tools/colab_notebooks.py`` does for the lessons), so a
@@ -89,6 +89,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from fractions import Fraction
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -243,24 +244,116 @@ def points_label(x: float) -> str:
     return f"{x:g} point" + ("" if x == 1 else "s")
 
 
-def exponential_correction(lam: float, a: float) -> float:
-    """``C_2`` of ``L E(T_L - T)^2 = C_1 + C_2 / L + O(L^-2)`` for Exp(lam) tokens at the tilt ``a``
-    (``3a < lam``): the delta method's second order, ``-2 E[Y^2 e] + 3 E[Y^2] E[e^2] + 6 E[Y e]^2``
-    with ``w = e^{aX} / E e^{aX}``, ``Y = w (X - T)``, ``e = w - 1``, from the moments
-    ``E[e^{kaX} X^j] = lam j! / (lam - ka)^{j+1}``. Problem set 2's question 3 states ``2 |C_2| / L``
-    as its allowance for the bias (its hidden test computes ``C_2`` again, by quadrature)."""
+def gamma_correction(lam: float, a: float, k: int = 1) -> float:
+    """``C_2`` of ``L E(T_L - T)^2 = C_1 + C_2 / L + O(L^-2)`` for Gamma(k, lam) tokens (``k = 1``: the
+    exponential law) at the tilt ``a`` (``3a < lam``): the delta method's second order,
+    ``-2 E[Y^2 e] + 3 E[Y^2] E[e^2] + 6 E[Y e]^2`` with ``w = e^{aX} / E e^{aX}``, ``Y = w (X - T)``,
+    ``e = w - 1``, from the moments ``E[e^{taX} X^j] = lam^k (k + j - 1)! / ((k - 1)! (lam - ta)^{k+j})``.
+    Problem set 2's question 3 states ``2 |C_2| / L`` as its allowance for the bias (its hidden test
+    computes ``C_2`` again, by quadrature)."""
 
-    def moment(k, j):
-        return lam * math.factorial(j) / (lam - k * a) ** (j + 1)
+    def moment(t, j):
+        return (
+            lam**k * math.factorial(k + j - 1) / (math.factorial(k - 1) * (lam - t * a) ** (k + j))
+        )
 
     Z, T = moment(1, 0), moment(1, 1) / moment(1, 0)
 
-    def square(k):  # E[w^k (X - T)^2]
-        return (moment(k, 2) - 2 * T * moment(k, 1) + T * T * moment(k, 0)) / Z**k
+    def square(t):  # E[w^t (X - T)^2]
+        return (moment(t, 2) - 2 * T * moment(t, 1) + T * T * moment(t, 0)) / Z**t
 
     c1 = square(2)
     cross = (moment(2, 1) - T * moment(2, 0)) / Z**2
     return -2 * (square(3) - c1) + 3 * c1 * (moment(2, 0) / Z**2 - 1) + 6 * cross**2
+
+
+def _gamma_constant_texts(k: int, lam: float) -> dict[str, str]:
+    """Set 2's questions 1, 1a, 1b and 3 for the tokens of set 1's question 2, Gamma(k, lam) (``k = 1``,
+    the default sets: the exponential law): the function's body, the public checks' values, the model
+    answer and the simulation's draws. A variant (``k`` 2 or 3) asks for another closed form, which the
+    public solution of the default set does not give."""
+    at_minus = Fraction(4, 3) ** k * k * (4 + k) / 36  # C_1(-lam) lam^2 = (4/3)^k k (4 + k) / 36
+    common = {
+        "q1_law": _gamma_texts(k, lam)["q2_law"],
+        "q1_var": f"{k} / lambda^2",
+        "q1_at_minus": f"{at_minus.numerator} / ({at_minus.denominator} lambda^2)",
+        "q1_at_minus_num": at_minus.numerator,
+        "q1_at_minus_den": at_minus.denominator,
+        "q3_T": f"T(a) = {k} / (lambda - a)",
+    }
+    if k == 1:
+        return {
+            **common,
+            "q1_name": "Exp(lambda)",
+            "q1_solution": (
+                "    # T_L = (mean of x e^{ax}) / (mean of e^{ax}); to first order T_L - T = mean of e^{ax}(x - T) / E e^{ax},\n"
+                "    # so C_1 = E[e^{2aX}(X - T)^2] / (E e^{aX})^2 with T = 1/(lam - a), E e^{aX} = lam/(lam - a). The\n"
+                "    # numerator is finite iff 2a < lam: with c = lam - 2a it is lam (2/c^3 - 2T/c^2 + T^2/c), and\n"
+                "    # C_1 = (lam^2 - 2 a lam + 2 a^2) / (lam (lam - 2a)^3).\n"
+                f"    lam = {lam}\n"
+                "    if a >= lam / 2:\n"
+                "        return math.inf\n"
+                "    return (lam * lam - 2 * a * lam + 2 * a * a) / (lam * (lam - 2 * a) ** 3)"
+            ),
+            "q1a_model": (
+                r"whose limits are $N$ and $Z = \mathbb E\,e^{aX} = \lambda/(\lambda - a)$, with $T = N/Z = 1/(\lambda - a)$. To"
+                "\n"
+                r"first order, $T_L - T = \big((\bar N - N) - T(\bar Z - Z)\big)/Z = \frac1L\sum_i e^{ax_i}(x_i - T)/Z$, a mean"
+                "\n"
+                r"of centred terms, so $C_1 = \mathbb E[e^{2aX}(X - T)^2]/Z^2$. With $c = \lambda - 2a$, $\mathbb E[e^{2aX}X^j] ="
+                "\n"
+                r"\lambda\,j!/c^{j+1}$, finite iff $a < \lambda/2$; then the numerator is $\lambda(2/c^3 - 2T/c^2 + T^2/c)$ and"
+                "\n"
+                r"$C_1(a) = \dfrac{\lambda^2 - 2a\lambda + 2a^2}{\lambda(\lambda - 2a)^3}$ for $a < \lambda/2$, infinite for"
+                "\n"
+                r"$\lambda/2 \le a < \lambda$."
+            ),
+            "q1b_tail": r"$P(e^{aX} > t) = t^{-\lambda/a}$",
+            "q3_draw": "`torch.empty(n, L, 1).exponential_(lam, generator=g)`",
+            "q3_draw_short": "torch.empty(n, L, 1).exponential_(lambda, generator=g)",
+            "q3_tokens": "tokens = torch.empty(n, L, 1).exponential_(lam, generator=g)",
+            "q3_limit": "1 / (lam - a)",
+        }
+    return {
+        **common,
+        "q1_name": f"Gamma({k}, lambda)",
+        "q1_solution": (
+            "    # T_L = (mean of x e^{ax}) / (mean of e^{ax}); to first order T_L - T = mean of e^{ax}(x - T) / E e^{ax},\n"
+            "    # so C_1 = E[e^{2aX}(X - T)^2] / Z^2 with Z = E e^{aX} = (lam/(lam - a))^k and T = k/(lam - a). The\n"
+            "    # Gamma density times e^{2ax} is (lam/c)^k times the Gamma(k, c) density, c = lam - 2a: finite iff\n"
+            "    # 2a < lam, and then E[e^{2aX}(X - T)^2] = (lam/c)^k (k/c^2 + (k/c - T)^2).\n"
+            f"    k, lam = {k}, {lam}\n"
+            "    if a >= lam / 2:\n"
+            "        return math.inf\n"
+            "    c, T = lam - 2 * a, k / (lam - a)\n"
+            "    return ((lam - a) ** 2 / (lam * c)) ** k * (k / c**2 + (k / c - T) ** 2)"
+        ),
+        "q1a_model": (
+            r"whose limits are $N$ and $Z = \mathbb E\,e^{aX} = \big(\lambda/(\lambda - a)\big)^k$, with $T = N/Z = k/(\lambda - a)$."
+            "\n"
+            r"To first order, $T_L - T = \big((\bar N - N) - T(\bar Z - Z)\big)/Z = \frac1L\sum_i e^{ax_i}(x_i - T)/Z$, a"
+            "\n"
+            r"mean of centred terms, so $C_1 = \mathbb E[e^{2aX}(X - T)^2]/Z^2$. With $c = \lambda - 2a$, $e^{2ax}$ times the"
+            "\n"
+            r"density is $(\lambda/c)^k$ times the $\mathrm{Gamma}(k, c)$ density, finite iff $a < \lambda/2$; that law has mean"
+            "\n"
+            r"$k/c$ and variance $k/c^2$, so the numerator is $(\lambda/c)^k\big(k/c^2 + (k/c - T)^2\big)$ and, with"
+            "\n"
+            rf"$k/c - T = ka/\big(c(\lambda - a)\big)$, here with $k = {k}$:"
+            "\n"
+            r"$C_1(a) = \Big(\dfrac{(\lambda - a)^2}{\lambda(\lambda - 2a)}\Big)^k\,\dfrac{k\big((\lambda - a)^2 + ka^2\big)}{(\lambda - 2a)^2(\lambda - a)^2}$"
+            "\n"
+            r"for $a < \lambda/2$, infinite for $\lambda/2 \le a < \lambda$."
+        ),
+        "q1b_tail": r"$P(e^{aX} > t) = t^{-\lambda/a}$ up to a power of $\log t$",
+        "q3_draw": (
+            f"`torch.empty(n, L, {k}).exponential_(lam, generator=g).sum(-1, keepdim=True)` (a token of the "
+            f"Gamma law of integer shape $k = {k}$ is the sum of {k} independent exponential ones of rate $\\lambda$)"
+        ),
+        "q3_draw_short": f"torch.empty(n, L, {k}).exponential_(lambda, generator=g).sum(-1, keepdim=True)",
+        "q3_tokens": f"tokens = torch.empty(n, L, {k}).exponential_(lam, generator=g).sum(-1, keepdim=True)",
+        "q3_limit": f"{k} / (lam - a)",
+    }
 
 
 def _atom(x: float) -> str:
@@ -317,7 +410,9 @@ def parameters(variant: int | None = None) -> dict[str, dict]:
             "q3_a": a,
             "q3_L": L,
             "q3_seed": sim_seed,
-            "q3_bias": f"{2 * abs(exponential_correction(lam, a)) / L:.2g}",
+            "q3_bias": f"{2 * abs(gamma_correction(lam, a, k)) / L:.2g}",
+            "shape": k,
+            **_gamma_constant_texts(k, lam),
         },
         "ps3_regression": {
             "variant": title,
