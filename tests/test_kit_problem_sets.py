@@ -44,6 +44,7 @@ import csv
 import json
 import math
 import re
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -636,6 +637,40 @@ def _tilted_mean(values: dict) -> float:
 
 
 @pytest.mark.book
+def test_grade_all_writes_a_gradebook_and_feedback_without_the_tests(built, tmp_path):
+    """The kit's grade_all.py (shipped beside the sets, run from there, without the repository) grades a
+    folder: the solution gets every autograded point and a blank copy none, in the CSV; each student's
+    feedback gives the points and the failed checks' messages, and none of the tests' code."""
+    import csv
+    import subprocess
+    import sys
+
+    assert (built / "grade_all.py").exists() and "grade_all.py" in (built / "README.md").read_text()
+    name = "ps1_measures"
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    shutil.copyfile(built / name / "autograder" / f"{name}.ipynb", subs / "solution.ipynb")
+    shutil.copyfile(built / name / "student" / f"{name}.ipynb", subs / "blank.ipynb")
+    out = tmp_path / "graded"
+    done = subprocess.run(
+        [sys.executable, str(built / "grade_all.py"), name, str(subs), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = {r["submission"]: r for r in csv.DictReader((out / f"grades-{name}.csv").open())}
+    _, auto = problem_sets.points(name)
+    assert float(rows["solution.ipynb"]["autograded"]) == auto > 0, rows
+    assert float(rows["blank.ipynb"]["autograded"]) == 0, rows
+    blank = (out / "feedback" / "blank.md").read_text()
+    assert "a check failed" in blank and "0 of" in blank, blank
+    for text in (blank, (out / "feedback" / "solution.md").read_text()):
+        assert not re.search(r"\bassert\b|Trying:|Traceback|_quad|torch\.", text), text
+    assert "a check failed" not in (out / "feedback" / "solution.md").read_text()
+
+
 def test_a_variant_has_other_numbers_and_its_solution_gets_full_marks(built, tmp_path_factory):
     out = tmp_path_factory.mktemp("problem-sets-variant")
     assert problem_sets.main(["--variant", str(VARIANT), "--out", str(out)]) == 0

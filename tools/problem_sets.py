@@ -780,6 +780,7 @@ def softlin_requirement(built: Path) -> str:
 #: The oral-check bank (a question per derivation, each with a follow-up that changes one input, and a
 #: scoring rule), copied beside the sets' rubrics; the site does not show it.
 ORAL_CHECKS = ROOT / "course" / "oral_checks.md"
+GRADE_ALL = ROOT / "course" / "grade_all.py"  # the gradebook and student-safe feedback, shipped
 
 
 def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> None:
@@ -809,11 +810,14 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "CUDA build), then `pip install otter-grader==7.0.0 ipykernel torch scipy ./softlin-*.whl` "
         "(or, with network, "
         f'`pip install otter-grader==7.0.0 ipykernel torch scipy "{softlin}"`).',
-        "2. For each submission FILE.ipynb of set NAME: "
+        "2. Grade a class at once: `python grade_all.py NAME submissions/` runs otter on every "
+        "notebook of `submissions/` and writes `graded/grades-NAME.csv` (the autograded points per "
+        "question) and `graded/feedback/FILE.md` per student (the points and the message of each "
+        "failed check, never the hidden tests' code): return those files. One submission by hand: "
         "`mkdir -p results/FILE && otter run -a NAME/autograder/autograder.zip -o results/FILE "
         "FILE.ipynb`.",
-        "3. Read the points of each autograded question in `results/FILE/results.json`. Its output "
-        "text quotes the hidden tests: return the points to students, not the file.",
+        "3. Keep otter's `results.json` files (in `graded/results/`) to yourself: their output "
+        "text quotes the hidden tests.",
         "4. Grade the questions graded by hand with each set's rubric.md.",
         "",
         'Two messages of otter are expected: "No log found with which to verify student scores" is '
@@ -1040,6 +1044,7 @@ def main(argv=None) -> int:
     print(f"problem_sets: {wheel.name}, for grading without the repository")
     readme(known if not args.names else names, out, args.variant)
     shutil.copyfile(ORAL_CHECKS, out / "oral-checks.md")  # for the instructor; not on the site
+    shutil.copyfile(GRADE_ALL, out / "grade_all.py")  # a class at once, without the repository
     zip_students(names, out)
     return 0
 
