@@ -353,7 +353,7 @@ def test_the_built_sets_pin_softlin_to_a_commit():
             jupytext.read(problem_sets.SOURCES / f"{name}.md"), commit, name
         )
         code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
-        assert f"git+{url}@{commit} " in code and f"git+{url}@main" not in code, name
+        assert f'git+{url}@{commit}"' in code and f"git+{url}@main" not in code, name
         assert f"commit {commit[:12]}" in code, name
 
 
@@ -646,6 +646,12 @@ def test_grade_all_writes_a_gradebook_and_feedback_without_the_tests(built, tmp_
     import sys
 
     assert (built / "grade_all.py").exists() and "grade_all.py" in (built / "README.md").read_text()
+    wheels = [
+        n for n in zipfile.ZipFile(built / "student-versions.zip").namelist() if n.endswith(".whl")
+    ]
+    assert len(wheels) == 1, (
+        "student-versions.zip should carry the softlin wheel the setup cells install"
+    )
     name = "ps1_measures"
     subs = tmp_path / "subs"
     subs.mkdir()

@@ -551,7 +551,7 @@ def rubric(name: str, variant: int | None = None) -> str:
     return "\n".join(lines)
 
 
-SETUP_INSTALL = re.compile(r"(%pip install -q git\+\S+)@main\b")
+SETUP_INSTALL = re.compile(r'("git\+[^"@]+)@main"')
 
 
 def pin_setup(nb, commit: str | None, name: str = "set"):
@@ -561,7 +561,7 @@ def pin_setup(nb, commit: str | None, name: str = "set"):
         raise SystemExit(f"problem_sets: {name} needs one setup cell installing softlin @main")
     if commit:
         cell = setup[0]
-        cell.source = SETUP_INSTALL.sub(rf"\1@{commit}", cell.source).replace(
+        cell.source = SETUP_INSTALL.sub(rf'\1@{commit}"', cell.source).replace(
             "# Setup:",
             f"# Built from commit {commit[:12]} of the book: softlin is installed at that commit, so that\n"
             "# the set and its library agree.\n# Setup:",
@@ -570,7 +570,7 @@ def pin_setup(nb, commit: str | None, name: str = "set"):
     return nb
 
 
-SOFTLIN_URL = re.compile(r"%pip install -q (git\+\S+)")
+SOFTLIN_URL = re.compile(r'"(git\+[^"]+)"')
 #: pip finds torch's CPU build here first (a CPU-only build of about 200 MB, not PyPI's default with
 #: CUDA, several GB): grading needs no GPU. A line of the zip's requirements.txt, as pip reads it.
 CPU_TORCH_INDEX = "--extra-index-url https://download.pytorch.org/whl/cpu"
@@ -820,6 +820,11 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "text quotes the hidden tests.",
         "4. Grade the questions graded by hand with each set's rubric.md.",
         "",
+        "student-versions.zip holds the three student notebooks and the softlin wheel: a set opened in "
+        "the folder where the zip was unpacked installs softlin from that wheel, without GitHub (otter "
+        "and torch still come from PyPI); in Colab, upload the wheel beside the notebook, or the setup "
+        "cell installs softlin from the book's repository at the commit the set was built from.",
+        "",
         'Two messages of otter are expected: "No log found with which to verify student scores" is '
         "harmless here (these sets do not ask otter to log the students' runs; the points are those of "
         'the tests it has just run), and its summary\'s "Public Tests" row reads NaN: the public '
@@ -845,12 +850,15 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
 
 def zip_students(names: list[str], out: Path = OUT, flat: bool = False) -> Path:
     """``out/student-versions.zip`` with each set's student notebook (from ``out/psN_name/student/``,
-    or from ``out/`` itself when ``flat``)."""
+    or from ``out/`` itself when ``flat``), and the softlin wheel of ``out`` when there is one: a
+    set's setup cell installs it from its own folder, without GitHub."""
     target = out / "student-versions.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
         for name in names:
             notebook = out / f"{name}.ipynb" if flat else out / name / "student" / f"{name}.ipynb"
             z.write(notebook, f"{name}.ipynb")
+        for wheel in sorted(out.glob("softlin-*.whl")):
+            z.write(wheel, wheel.name)
     return target
 
 
