@@ -98,8 +98,8 @@ def test_the_reading_before_a_session_fits_in_about_two_hours(session):
 
 
 def test_each_deck_gets_3_to_4_minutes_a_slide():
-    """A deck's minutes are those of the run sheet rows that show it ("Deck N: ..."), and those rows
-    show its slides 1 to the last of its outline; the last deck, lesson 7's, is read with that lesson
+    """A deck's minutes are those of the run sheet rows that show it ("Deck N: ..."), and the rows
+    (an in-class exercise's included) show its slides 1 to the last of its outline; the last deck, lesson 7's, is read with that lesson
     after the last session, but for its open questions, which launch the report."""
     stems = [md.stem for md in lessons(ROOT)]  # deck N is lesson N's
     minutes, shown = defaultdict(int), defaultdict(set)
@@ -107,10 +107,9 @@ def test_each_deck_gets_3_to_4_minutes_a_slide():
         for _, m, what, opened in sheet:
             deck = re.match(r"Deck (\d)\b", what)
             if deck:
-                n = int(deck[1])
-                minutes[n] += m
-                for a, b in re.findall(rf"deck {n}, slides? (\d+)(?: to (\d+))?", opened):
-                    shown[n] |= set(range(int(a), int(b or a) + 1))
+                minutes[int(deck[1])] += m
+            for n, a, b in re.findall(r"deck (\d), slides? (\d+)(?: to (\d+))?", opened):
+                shown[int(n)] |= set(range(int(a), int(b or a) + 1))  # the exercises' rows too
     last = len(stems)
     assert sorted(minutes) == list(range(1, last + 1)), sorted(minutes)
     for n in range(1, last):
