@@ -52,7 +52,8 @@ sync: $(STAMP)
 	for f in book/[0-9]*.md book/labs/[0-9]*.md book/quizzes.md book/performance.md; do $(VENV)/bin/jupytext --sync "$$f" || exit 1; done
 
 ## Student copies of the lessons (solutions removed) and of their labs, converted for plain notebook front
-## ends as Colab's (tools/colab_notebooks.py): _build/student-notebooks/ and a zip.
+## ends as Colab's (tools/colab_notebooks.py): _build/student-notebooks/ (a softlin wheel beside the
+## lessons and one in labs/, which their setup cells install without GitHub) and a zip of it.
 students: $(STAMP)
 	$(PY) tools/student_notebooks.py
 

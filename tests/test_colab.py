@@ -12,10 +12,13 @@ prints "No answer yet" for the ``answer = None`` it starts with). The kernels ta
 The environment (``_build/colab-venv``, cached and reused while the pins do not change) holds only what
 Colab has by default and this book uses: torch, numpy, matplotlib and ipywidgets, plus ipykernel, the
 kernel a Colab runtime runs. The pins are those of ``requirements.txt``. ``softlin`` and everything it
-depends on beyond these (scipy, tqdm) must come from the notebook's own setup cell. The setup cell's
-install source is pointed at this checkout through one environment variable, ``SOFTLIN_SOURCE`` (a wheel
-built once from a copy of the files git would commit, as a clone would have them), so a broken install cell, a missing
+depends on beyond these (scipy, tqdm) must come from the notebook's own setup cell. The setup cell
+finds a softlin wheel in the notebook's folder, as ``make students`` hands the copies out (a wheel in
+their folder, which the setup cell installs before anything else): here a wheel built once from a copy
+of the files git would commit, as a clone would have them, so a broken install cell, a missing
 dependency in ``pyproject.toml`` or a notebook that relies on the build environment fails here.
+(``SOFTLIN_SOURCE`` is left unset; where the setup cell goes without a wheel, in Colab or with
+``SOFTLIN_SOURCE``, is checked with ``%pip`` replaced, in ``tests/test_student_copies.py``.)
 
 Each notebook is executed with papermill (run from the build environment, as Colab's frontend drives
 its kernel) in ``fast`` mode through a kernel started from the fresh environment. The environment is
@@ -150,8 +153,8 @@ def checkout_copy(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def softlin_source(checkout_copy, tmp_path_factory):
-    """What SOFTLIN_SOURCE points at: a wheel that pip builds from the checkout copy, once per session.
+def softlin_wheel(checkout_copy, tmp_path_factory):
+    """The wheel put beside each notebook: one that pip builds from the checkout copy, once per session.
 
     In Colab, ``pip install git+URL`` builds this same wheel from the same files; building it once here
     (with pip's build isolation, as Colab does) instead of in every notebook saves ~15 s per notebook."""
@@ -218,7 +221,7 @@ def reset_to_base(base: dict) -> None:
 
 @pytest.mark.parametrize("md", CHAPTERS, ids=page_name)
 def test_student_notebook_runs_in_a_fresh_colab_like_environment(
-    md, colab_venv, softlin_source, kernel_dir, monkeypatch, tmp_path
+    md, colab_venv, softlin_wheel, kernel_dir, monkeypatch, tmp_path
 ):
     import exercise_checks
     import nbformat
@@ -253,11 +256,11 @@ def test_student_notebook_runs_in_a_fresh_colab_like_environment(
         run([venv_python(), "-m", "pip", "uninstall", "-y", "-q", "softlin"])
     assert not importable("softlin"), "softlin must not be importable before the setup cell runs"
 
-    for key, value in clean_env(
-        SOFTLIN_SOURCE=str(softlin_source), JUPYTER_PATH=str(kernel_dir)
-    ).items():
+    # the wheel beside the notebook, as in the student folder: the setup cell's first choice
+    shutil.copy2(softlin_wheel, tmp_path / softlin_wheel.name)
+    for key, value in clean_env(JUPYTER_PATH=str(kernel_dir)).items():
         monkeypatch.setenv(key, value)
-    for key in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP"):
+    for key in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP", "SOFTLIN_SOURCE"):
         monkeypatch.delenv(key, raising=False)
     RUNS.mkdir(parents=True, exist_ok=True)
     out = RUNS / paired.name

@@ -13,8 +13,13 @@ its solution and rejects a wrong answer in a fresh Colab-like environment is tes
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
+import subprocess
+import sys
+import zipfile
 from pathlib import Path
 
 import colab_notebooks as cn
@@ -22,6 +27,7 @@ import exercise_checks
 import nbformat
 import pytest
 from build_book import is_lab, is_lesson, lab_of, lessons, notebook_chapters, page_name
+from new_chapter import repository_url, setup_code
 from softlin.book.exercises import KEYS
 from student_notebooks import answer_key_cells, main, student_copy
 
@@ -61,18 +67,122 @@ def test_a_student_copy_holds_no_myst_no_answer_key_and_no_solution(md):
         assert len(chapter) <= 1 and all("." in n for n in numbers), numbers
 
 
-def test_every_lesson_has_its_lab_beside_it_in_the_student_folder(tmp_path):
-    assert main(["--out", str(tmp_path / "students")]) == 0
+@pytest.fixture(scope="module")
+def student_folder(tmp_path_factory) -> Path:
+    """What ``make students`` writes, written once for this module: the folder (the zip beside it)."""
+    out = tmp_path_factory.mktemp("built") / "students"
+    assert main(["--out", str(out)]) == 0
+    return out
+
+
+def test_every_lesson_has_its_lab_beside_it_in_the_student_folder(student_folder):
     written = sorted(
-        p.relative_to(tmp_path / "students").with_suffix("").as_posix()
-        for p in (tmp_path / "students").rglob("*.ipynb")
+        p.relative_to(student_folder).with_suffix("").as_posix()
+        for p in student_folder.rglob("*.ipynb")
     )
     expected = sorted(page_name(md) for md in PAGES)
     assert written == expected
     for lesson in lessons(ROOT):
         if lab_of(lesson).exists():
             assert page_name(lab_of(lesson)) in written
-    assert (tmp_path / "students.zip").is_file()
+    assert student_folder.with_suffix(".zip").is_file()
+
+
+# The setup cell run as a notebook runs it (IPython, ``%pip`` expanded), in the working directory the
+# test gives, with ``%pip`` replaced by a magic that records its line and, if asked, softlin made not
+# importable (``importlib.util.find_spec`` answers None for it) and Colab faked (``google.colab`` among
+# the modules); prints the lines ``%pip`` was given, as JSON.
+RUN_SETUP = """
+import importlib.util, json, sys
+from IPython.core.interactiveshell import InteractiveShell
+
+find_spec = importlib.util.find_spec
+if sys.argv[1] == "absent":
+    importlib.util.find_spec = lambda name, *a: None if name == "softlin" else find_spec(name, *a)
+if sys.argv[2] == "colab":
+    sys.modules["google.colab"] = type(sys)("google.colab")
+shell = InteractiveShell.instance()
+pip = []
+shell.register_magic_function(pip.append, "line", "pip")
+shell.run_cell(sys.stdin.read()).raise_error()
+print(json.dumps(pip))
+"""
+
+
+def run_setup(code: str, cwd: Path, softlin="absent", colab=False, source=None) -> list[str]:
+    """The lines the setup cell ``code`` gives ``%pip`` in ``cwd`` (see :data:`RUN_SETUP`)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("SOFTLIN_SOURCE", "PYTHONSTARTUP")}
+    env["IPYTHONDIR"] = str(cwd.parent / ".ipython-setup-test")
+    if source:
+        env["SOFTLIN_SOURCE"] = source
+    proc = subprocess.run(
+        [sys.executable, "-c", RUN_SETUP, softlin, "colab" if colab else "local"],
+        input=code,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+WHEELS = ["softlin-0.9.0-py3-none-any.whl", "softlin-0.10.0-py3-none-any.whl"]
+MAIN = f"git+{repository_url()}@main"
+
+
+@pytest.mark.parametrize(
+    ("wheels", "softlin", "colab", "source", "installs"),
+    [
+        (WHEELS, "absent", False, None, "softlin-0.10.0-py3-none-any.whl"),  # the newest version
+        (WHEELS, "absent", True, None, "softlin-0.10.0-py3-none-any.whl"),  # Colab, wheel uploaded
+        (WHEELS[:1], "absent", False, "/x/book", "softlin-0.9.0-py3-none-any.whl"),
+        (WHEELS, "present", True, None, None),  # softlin importable: nothing to install
+        ([], "absent", False, None, None),  # no wheel, not Colab: a no-op, as before
+        ([], "absent", True, None, MAIN),  # Colab without a wheel: the book's repository
+        ([], "absent", False, "/x/book", "/x/book"),
+    ],
+    ids=["wheels", "colab-wheel", "wheel-over-source", "present", "no-op", "colab", "source"],
+)
+def test_the_setup_cell_installs_a_wheel_beside_it_first(
+    wheels, softlin, colab, source, installs, tmp_path
+):
+    folder = tmp_path / "fresh"
+    folder.mkdir()
+    for name in wheels:
+        (folder / name).write_bytes(b"")  # %pip is replaced: the cell only chooses the file
+    pip = run_setup(setup_code(), folder, softlin=softlin, colab=colab, source=source)
+    assert pip == ([f"install -q {installs}"] if installs else []), pip
+
+
+def test_the_student_folder_and_zip_carry_the_wheel_the_setup_cells_install(
+    student_folder, tmp_path
+):
+    """``make students`` puts a softlin wheel beside the lessons and beside the labs, in the folder
+    and in the zip; unpacked, a lesson's and a lab's setup cell, run in its own folder where softlin
+    is not importable (and not in Colab), install that wheel."""
+    wheel = [p.name for p in student_folder.glob("softlin-*.whl")]
+    assert len(wheel) == 1 and wheel[0].endswith("-py3-none-any.whl"), wheel
+    assert (student_folder / "labs" / wheel[0]).is_file()
+    assert (student_folder / "labs" / wheel[0]).read_bytes() == (
+        student_folder / wheel[0]
+    ).read_bytes()
+    with zipfile.ZipFile(student_folder.with_suffix(".zip")) as zf:
+        names = zf.namelist()
+        assert sorted(n for n in names if n.endswith(".whl")) == sorted(
+            [wheel[0], f"labs/{wheel[0]}"]
+        )
+        with zf.open(wheel[0]) as whl, zipfile.ZipFile(whl) as inner:
+            assert "softlin/__init__.py" in inner.namelist()
+        zf.extractall(tmp_path / "unpacked")
+    lesson = next(md for md in PAGES if is_lesson(md) and lab_of(md).exists())
+    for md in (lesson, lab_of(lesson)):
+        notebook = tmp_path / "unpacked" / f"{page_name(md)}.ipynb"
+        nb = nbformat.read(notebook, as_version=4)
+        setup = next(c for c in nb.cells if c.cell_type == "code")
+        assert setup.source.startswith(cn.SETUP_MARK)
+        assert run_setup(setup.source, notebook.parent) == [f"install -q {wheel[0]}"], md
 
 
 def test_every_check_call_names_a_registered_key_and_every_key_is_used():

@@ -19,7 +19,8 @@ cell metadata, which a plain front end shows as raw text or not at all. In the c
   year, linked to the paper (DOI, arXiv) or to the site's references; a ``(label)=`` target an anchor;
 * the TeX macros of ``_config.yml`` (``mathjax3_config.tex.macros``) are written out;
 * the setup cell installs ``softlin`` at the commit the notebook was converted from (``--commit``, by
-  default the checkout's ``HEAD``), and says so.
+  default the checkout's ``HEAD``), and says so; a ``softlin-*.whl`` in the working directory (the
+  student copies' folder carries one) still comes first, as in the template.
 
 The numbers are the site's: Sphinx numbers figures, exercises and each kind of theorem-like block with
 one counter per kind and per chapter of a numbered part ("5.1", "5.2", ...), and with one counter per

@@ -45,27 +45,36 @@ def repository_url() -> str:
 
 
 def setup_code(commit: str | None = None) -> str:
-    """The source of the setup cell, the first code cell of every page: it installs softlin in Colab (or
-    where SOFTLIN_SOURCE is set). The pages on main install from ``main``; a converted notebook
-    (tools/colab_notebooks.py) installs at the ``commit`` it was converted from, and says so."""
+    """The source of the setup cell, the first code cell of every page: it installs softlin where it
+    is not importable, from a ``softlin-*.whl`` in the working directory when there is one (the
+    student notebooks' folder and zip carry one, tools/student_notebooks.py), else in Colab (or where
+    SOFTLIN_SOURCE is set) from the book's repository. The pages on main install from ``main``; a
+    converted notebook (tools/colab_notebooks.py) installs at the ``commit`` it was converted from,
+    and says so."""
     url = repository_url()
     ref = commit or "main"
     pinned = (
-        f"# This notebook was converted from commit {commit[:12]} of the book; it installs softlin at\n"
-        "# that commit, so that the notebook and its library agree.\n"
+        f"# This notebook was converted from commit {commit[:12]} of the book: without a\n"
+        "# wheel it installs softlin at that commit, so that the notebook and library agree.\n"
         if commit
         else ""
     )
     return f"""# Setup for Colab: install this book's library, softlin, when it is not importable.
-{pinned}# Elsewhere a no-op. SOFTLIN_SOURCE (a pip requirement: git URL or local path) overrides
-# where it comes from.
-import importlib, importlib.util, os, sys
+{pinned}# A wheel comes first: softlin-*.whl in the working folder (the newest), as the student
+# notebooks' folder and zip carry it (`make students`; in Colab, upload it to the Files
+# pane). Else, in Colab or where SOFTLIN_SOURCE is set, SOFTLIN_SOURCE (a pip
+# requirement: git URL or local path; by default the book's repository). Else a no-op.
+import glob, importlib, importlib.util, os, sys
 
+from packaging.version import Version  # ipykernel depends on it: every kernel has it
+
+wheels = sorted(glob.glob("softlin-*.whl"), key=lambda w: Version(w.split("-")[1]))
 SOFTLIN_SOURCE = os.environ.get(
     "SOFTLIN_SOURCE", "git+{url}@{ref}")
-wanted = "google.colab" in sys.modules or "SOFTLIN_SOURCE" in os.environ
+wanted = wheels or "google.colab" in sys.modules or "SOFTLIN_SOURCE" in os.environ
 if wanted and importlib.util.find_spec("softlin") is None:
-    %pip install -q {{SOFTLIN_SOURCE}}
+    source = wheels[-1] if wheels else SOFTLIN_SOURCE
+    %pip install -q {{source}}
     importlib.invalidate_caches()
 """
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Write student copies of the book's notebooks: every lesson with its exercises and no solutions, and
-every lab beside it, into ``_build/student-notebooks/`` (``NN_name.ipynb`` and ``labs/NN_name.ipynb``)
-and a zip of them.
+every lab beside it, into ``_build/student-notebooks/`` (``NN_name.ipynb`` and ``labs/NN_name.ipynb``),
+with a wheel of ``softlin`` in each of the two folders (``softlin-*.whl`` and
+``labs/softlin-*.whl``), and a zip of them all.
 
 The copies come from the one conversion for plain front ends (``tools/colab_notebooks.py``), the one
 that makes what Colab opens and what the site offers for download: no MyST markup, exercises and
@@ -18,14 +19,20 @@ the cell named, and so is one with MyST left in it.
     python tools/student_notebooks.py --out DIR 02_infinite_prompt_limit labs/02_infinite_prompt_limit
 
 Hand the zip (or a repository/Drive folder holding these files) to students; the book's site keeps the
-solutions folded in dropdowns for after class. The copies keep the Colab setup cell, so they run in
-Colab as they are.
+solutions folded in dropdowns for after class. The copies keep the setup cell, so they run in Colab as
+they are. Where ``softlin`` is not importable, the setup cell installs it from a ``softlin-*.whl`` in
+the working directory when there is one (a notebook opened in the unpacked folder, or in ``labs/``,
+finds the wheel beside it: no GitHub needed; in Colab, upload the wheel to the session's files), else in
+Colab from the book's repository at the commit the copies were made from. The wheel is built from this
+checkout's working tree by ``build_wheel`` of ``tools/problem_sets.py`` (``pip wheel``), the one that
+builds the problem sets' wheel.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import sys
 import zipfile
 from pathlib import Path
@@ -140,7 +147,8 @@ def main(argv=None) -> int:
     conv = converter_for(root)
     if conv.commit and uncommitted_library(root):
         print(
-            f"note: lib/ has uncommitted changes; the copies install softlin at {conv.commit[:12]}",
+            f"note: lib/ has uncommitted changes; the wheel beside the copies holds them, but "
+            f"without it the copies install softlin at {conv.commit[:12]}",
             file=sys.stderr,
         )
     args.out.mkdir(parents=True, exist_ok=True)
@@ -173,8 +181,29 @@ def main(argv=None) -> int:
             checks = sum("exercise-check" in c.metadata.get("tags", []) for c in nb.cells)
             shown = target.relative_to(ROOT) if target.is_relative_to(ROOT) else target
             print(f"{shown}: {removed} solution(s) removed, {checks} self-check cell(s) kept")
+        for wheel in add_wheels(args.out):
+            zf.write(wheel, wheel.relative_to(args.out).as_posix())
+            shown = wheel.relative_to(ROOT) if wheel.is_relative_to(ROOT) else wheel
+            print(f"{shown}: the setup cells beside it install softlin from it")
     print(f"zip: {archive}")
     return 0
+
+
+def add_wheels(out: Path) -> list[Path]:
+    """A wheel of softlin (this checkout's working tree) in ``out`` and in ``out/labs/`` when it holds
+    notebooks, so that the setup cell of a lesson or of a lab finds one in its own folder; older
+    wheels there are removed. Returns the wheels written."""
+    from problem_sets import build_wheel  # the problem sets' wheel, built the same way
+
+    wheel = build_wheel(out)  # removes the softlin-*.whl already in ``out``
+    written = [wheel]
+    labs = out / "labs"
+    if labs.is_dir():
+        for old in labs.glob("softlin-*.whl"):
+            old.unlink()
+        if any(labs.glob("*.ipynb")):
+            written.append(Path(shutil.copy2(wheel, labs / wheel.name)))
+    return written
 
 
 if __name__ == "__main__":
