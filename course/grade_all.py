@@ -12,8 +12,13 @@ softlin wheel of the same folder are installed (its README.md says how).
 For each submission FILE.ipynb it runs ``otter run -a NAME/autograder/autograder.zip`` into
 ``OUT/results/FILE/`` (keep those: their text quotes the hidden tests), then writes
 
-* ``OUT/grades-NAME.csv``: one row per submission, the autograded points of each question and their
-  sum (the questions graded by hand are added from the set's rubric.md);
+* ``OUT/grades-NAME.csv``: the gradebook, one row per submission, with the columns of
+  ``tools/problem_sets.py --grade --csv`` (:func:`write_gradebook`, which that script imports from
+  here): ``file``; one per question, in the set's order: the points the autograder awarded, or empty
+  for a question graded by hand, for the grader to fill in from the set's rubric.md; then
+  ``auto_awarded``, ``auto_possible``, ``manual_awarded`` (empty: the grader's sum of the hand-graded
+  points), ``manual_possible`` and ``total_possible``. The questions, their points and which are graded
+  by hand come from ``NAME/questions.json``, written by the build;
 * ``OUT/feedback/FILE.md``: the same points, and for each failed check its message (the sentence the set
   wrote for it: what is wrong, never the test), to return to the student.
 """
@@ -82,6 +87,70 @@ def feedback(results: dict) -> tuple[dict[str, tuple[float, float]], dict[str, l
     return points, failed
 
 
+#: Each set's questions, in its order, with their points and whether they are graded by hand: written
+#: beside the set's rubric.md by ``tools/problem_sets.py`` (``[{"name", "points", "manual"}, ...]``).
+QUESTIONS = "questions.json"
+#: The gradebook's columns after ``file`` and the questions' (``tools/problem_sets.py`` writes the same).
+TOTALS = ("auto_awarded", "auto_possible", "manual_awarded", "manual_possible", "total_possible")
+
+
+def read_questions(path: Path) -> list[dict]:
+    """A set's questions from its ``questions.json`` (:data:`QUESTIONS`)."""
+    if not path.exists():
+        raise SystemExit(
+            f"grade_all: no {path}: the set's list of questions; rebuild the sets (make problem-sets)"
+        )
+    questions = json.loads(path.read_text())
+    expected = "a list of {name, points, manual} objects"
+    if not isinstance(questions, list) or not all(
+        isinstance(q, dict) and {"name", "points", "manual"} <= set(q) for q in questions
+    ):
+        raise SystemExit(f"grade_all: {path} holds {str(questions)[:200]!r}, expected {expected}")
+    return questions
+
+
+def gradebook_header(questions: list[dict]) -> list[str]:
+    """The gradebook's columns: ``file``, one per question (in the set's order), then :data:`TOTALS`."""
+    return ["file", *(q["name"] for q in questions), *TOTALS]
+
+
+def gradebook_row(file: str, questions: list[dict], awarded: dict[str, float]) -> list[str]:
+    """One submission's row of the gradebook (:func:`gradebook_header`'s columns). ``awarded``: the
+    points the autograder awarded, by question (an autograded question missing from it, one otter
+    could not run, gets 0). Every column holds points awarded unless its name ends in ``_possible``; a
+    question graded by hand, and ``manual_awarded``, are left empty for the grader."""
+    auto = [q for q in questions if not q["manual"]]
+    stray = sorted(set(awarded) - {q["name"] for q in auto})
+    if stray:
+        raise ValueError(
+            f"awarded: points for {stray} of {file}, expected points only for the autograded "
+            f"questions {[q['name'] for q in auto]}"
+        )
+    got = sum(float(awarded.get(q["name"], 0.0)) for q in auto)
+    possible = sum(float(q["points"]) for q in auto)
+    by_hand = sum(float(q["points"]) for q in questions if q["manual"])
+    cells = ["" if q["manual"] else f"{float(awarded.get(q['name'], 0.0)):g}" for q in questions]
+    return [
+        file,
+        *cells,
+        f"{got:g}",
+        f"{possible:g}",
+        "",
+        f"{by_hand:g}",
+        f"{possible + by_hand:g}",
+    ]
+
+
+def write_gradebook(path: Path, questions: list[dict], rows: list[tuple[str, dict]]) -> None:
+    """Write the CSV gradebook ``path``: :func:`gradebook_header`, then one :func:`gradebook_row` per
+    ``(file, awarded)`` of ``rows``."""
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(gradebook_header(questions))
+        for file, awarded in rows:
+            writer.writerow(gradebook_row(file, questions, awarded))
+
+
 def write_feedback(path: Path, name: str, submission: str, points: dict, failed: dict) -> None:
     got = sum(p for p, _ in points.values())
     possible = sum(m for _, m in points.values())
@@ -117,22 +186,18 @@ def main(argv: list[str] | None = None) -> int:
         files += sorted(s.glob("*.ipynb")) if s.is_dir() else [s]
     if not files:
         raise SystemExit(f"grade_all: no .ipynb among {[str(s) for s in args.submissions]}")
-    rows, questions = [], []
+    questions = read_questions(HERE / args.name / QUESTIONS)
+    rows = []
     (args.out / "feedback").mkdir(parents=True, exist_ok=True)
     for f in files:
         points, failed = feedback(run_otter(autograder, f, args.out / "results" / f.stem))
-        questions += [q for q in points if q not in questions]
         write_feedback(args.out / "feedback" / f"{f.stem}.md", args.name, f.name, points, failed)
-        rows.append((f.name, points))
+        rows.append((f.name, {q: p for q, (p, _) in points.items()}))
         total = sum(p for p, _ in points.values())
         print(f"{f.name}: {total:g} of {sum(m for _, m in points.values()):g} autograded points")
-    with open(args.out / f"grades-{args.name}.csv", "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["submission", *questions, "autograded"])
-        for file, points in rows:
-            cells = [f"{points[q][0]:g}" if q in points else "" for q in questions]
-            writer.writerow([file, *cells, f"{sum(p for p, _ in points.values()):g}"])
-    print(f"grade_all: {args.out / f'grades-{args.name}.csv'} and {args.out / 'feedback'}/")
+    gradebook = args.out / f"grades-{args.name}.csv"
+    write_gradebook(gradebook, questions, rows)
+    print(f"grade_all: {gradebook} and {args.out / 'feedback'}/")
     return 0
 
 

@@ -28,6 +28,8 @@ graded locally without Docker.
 * ``--grade --csv FILE`` writes a gradebook: one row per submission, each question's points awarded
   (empty for those graded by hand), then auto_awarded, auto_possible, an empty manual_awarded,
   manual_possible and total_possible: no column shows points possible under a name without "_possible".
+  The shipped grade_all.py writes the same header and points (its functions write both CSVs; the
+  set's questions come from the build's questions.json).
 * ``autograder.zip`` lists torch, scipy and softlin (at the commit the set installs) among its
   requirements, for Gradescope, which builds its own environment from the zip.
 * The site hosts the student versions and nothing else of the sets (``problem_sets.publish``, run by
@@ -251,6 +253,16 @@ def test_the_gradebook_has_a_row_per_submission(tmp_path):
     assert float(rows[0]["auto_awarded"]) == 1.5 and float(rows[0]["auto_possible"]) == 3
     assert rows[0]["manual_awarded"] == ""  # for the grader to fill in
     assert float(rows[0]["manual_possible"]) == 7 and float(rows[0]["total_possible"]) == 10
+    # the shipped grade_all.py writes the same file from the same points (its functions write both)
+    grade_all = problem_sets.grade_all_module()
+    assert grade_all.__file__ == str(problem_sets.GRADE_ALL)
+    assert list(rows[0]) == grade_all.gradebook_header(qs)
+    awarded = {q: s for q, (s, _) in result["questions"].items()}
+    shipped = tmp_path / "shipped.csv"
+    grade_all.write_gradebook(shipped, qs, [("a.ipynb", awarded), ("b.ipynb", awarded)])
+    assert shipped.read_text() == path.read_text()
+    with pytest.raises(ValueError, match=r"awarded: points for \['q1a'\] of a.ipynb, expected"):
+        grade_all.gradebook_row("a.ipynb", qs, {**awarded, "q1a": 1.0})  # a question graded by hand
 
 
 @pytest.mark.parametrize("seed", [None, 1, 2, VARIANT])
@@ -666,10 +678,26 @@ def test_grade_all_writes_a_gradebook_and_feedback_without_the_tests(built, tmp_
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    rows = {r["submission"]: r for r in csv.DictReader((out / f"grades-{name}.csv").open())}
-    _, auto = problem_sets.points(name)
-    assert float(rows["solution.ipynb"]["autograded"]) == auto > 0, rows
-    assert float(rows["blank.ipynb"]["autograded"]) == 0, rows
+    shipped = out / f"grades-{name}.csv"
+    rows = {r["file"]: r for r in csv.DictReader(shipped.open())}
+    total, auto = problem_sets.points(name)
+    assert float(rows["solution.ipynb"]["auto_awarded"]) == auto > 0, rows
+    assert float(rows["blank.ipynb"]["auto_awarded"]) == 0, rows
+    assert rows["blank.ipynb"]["manual_awarded"] == "" and rows["blank.ipynb"]["q1a"] == ""
+    assert float(rows["blank.ipynb"]["total_possible"]) == total, rows
+    # the same gradebook as `problem_sets.py --grade --csv` on the same submissions: same header, same
+    # points (the file column apart: grade_all names the file, --grade the path it was given)
+    questions = json.loads((built / name / "questions.json").read_text())
+    assert questions == problem_sets.questions(name)
+    repo_csv = tmp_path / "repo-grades.csv"
+    files = [str(subs / "blank.ipynb"), str(subs / "solution.ipynb")]  # grade_all's order
+    args = ["--grade", name, "--out", str(built), "--csv", str(repo_csv), *files]
+    assert problem_sets.main(args) == 0
+    with shipped.open() as a, repo_csv.open() as b:
+        ours, theirs = list(csv.reader(a)), list(csv.reader(b))
+    assert ours[0] == theirs[0], (ours[0], theirs[0])
+    assert [r[1:] for r in ours[1:]] == [r[1:] for r in theirs[1:]], (ours, theirs)
+    assert [r[0] for r in ours[1:]] == ["blank.ipynb", "solution.ipynb"]
     blank = (out / "feedback" / "blank.md").read_text()
     assert "a check failed" in blank and "0 of" in blank, blank
     for text in (blank, (out / "feedback" / "solution.md").read_text()):
@@ -681,6 +709,11 @@ def test_a_variant_has_other_numbers_and_its_solution_gets_full_marks(built, tmp
     out = tmp_path_factory.mktemp("problem-sets-variant")
     assert problem_sets.main(["--variant", str(VARIANT), "--out", str(out)]) == 0
     assert f"variant {VARIANT}" in (out / "README.md").read_text()
+    # its written check: other numbers than the default's, said so in its README
+    assert "every number of its key differs" in (out / "README.md").read_text()
+    assert (out / "written-check-key.md").read_text() != (
+        built / "written-check-key.md"
+    ).read_text()
     for name in SETS:
         student = (out / name / "student" / f"{name}.ipynb").read_text()
         title = json.loads(student)["cells"][0]["source"][0]
@@ -987,6 +1020,11 @@ def test_the_oral_check_bank_is_built_beside_the_rubrics_and_not_on_the_site(bui
 
     bank = (built / "oral-checks.md").read_text()
     assert "oral-checks.md" in (built / "README.md").read_text()
+    # and the written check built from it (tests/test_kit_written_check.py checks its contents)
+    for file in ("written-check.md", "written-check.html", "written-check-key.md"):
+        assert (built / file).exists(), file
+        assert file in (built / "README.md").read_text(), file
+    assert "VARIANT=SEED" in (built / "README.md").read_text()  # the default key is public
     rows = [line for line in bank.splitlines() if re.match(r"^\| [123] \|", line)]
     assert [r[2] for r in rows] == list("111222333"), rows
     for row in rows:

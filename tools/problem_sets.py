@@ -44,8 +44,21 @@ student notebook installs ``softlin`` at the commit whose hidden tests grade it,
 the lessons do; outside git the sources' ``@main`` stays.
 
 This script also adds ``psN_name/rubric.md`` (points per question, the manual questions' model answers
-and rubrics), ``README.md`` and ``student-versions.zip``. ``otter assign`` runs every test against the
+and rubrics), ``psN_name/questions.json`` (the questions, their points and which are graded by hand, which
+the shipped ``grade_all.py`` reads), ``README.md``, ``student-versions.zip``, the oral bank
+``oral-checks.md`` and ``grade_all.py`` (from ``course/``). ``otter assign`` runs every test against the
 solution notebook, so a set whose solution fails its own tests does not build.
+
+**The written check.** ``tools/written_check.py`` (:func:`written_check.build`, run by :func:`main`)
+adds a written check ready to print, the cheaper alternative of book/grading.md to the oral check:
+``written-check.html`` and ``.md`` (twenty minutes, closed book, three questions of 4 points, one per
+set, each a follow-up of the oral bank; at most two A4 pages) and ``written-check-key.html`` and ``.md``
+(every answer in full with its numbers, computed with the library, and a scoring guide of 0 to 4 per
+question on the bank's scale, 0 to 2 and 0 to 2), with their PDFs where headless Chromium is installed
+(optional: the build does not need it). The default build's inputs are fixed numbers other than the bank's
+printed follow-ups; a variant's are drawn from its seed, by a stream of their own (the sets' numbers do
+not change), and every number of a variant's key differs from the default key's, so the public default
+key does not answer a variant's check. The build folder's README.md says so.
 
 The site hosts the student versions, and only them (:func:`publish`, which ``tools/build_book.py`` runs
 after the Sphinx build): ``<site>/problem-sets/psN_name.ipynb`` and ``student-versions.zip``, listed on
@@ -61,7 +74,9 @@ question awarded and possible; the manually graded questions are listed with the
 graded by hand with the rubric (the JSON line's ``manual_possible``). ``--csv FILE`` also writes a gradebook
 (:func:`write_gradebook`): one row per submission, the points the autograder awarded on each question, an
 empty column for each question graded by hand, then ``auto_awarded``, ``auto_possible``, an empty
-``manual_awarded``, ``manual_possible`` and ``total_possible``.
+``manual_awarded``, ``manual_possible`` and ``total_possible``. The shipped ``grade_all.py`` writes the
+same columns: the functions that write them live there (it must run without the repository) and
+:func:`write_gradebook` imports them (:func:`grade_all_module`).
 
 ``autograder.zip`` is otter's autograder for Gradescope, which builds its own environment from the zip:
 :func:`add_requirements` makes the zip list torch, scipy and softlin (installed by pip from the
@@ -78,7 +93,6 @@ tests without Docker.
 from __future__ import annotations
 
 import argparse
-import csv
 import html
 import json
 import math
@@ -741,6 +755,8 @@ def build(
     add_git(autograder)
     add_colab_checks(student, name)
     (result / "rubric.md").write_text(rubric(name, variant))
+    # the questions, their points and which are graded by hand, for the shipped grade_all.py's gradebook
+    (result / "questions.json").write_text(json.dumps(questions(name, variant), indent=1) + "\n")
     return result
 
 
@@ -811,9 +827,12 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "(or, with network, "
         f'`pip install otter-grader==7.0.0 ipykernel torch scipy "{softlin}"`).',
         "2. Grade a class at once: `python grade_all.py NAME submissions/` runs otter on every "
-        "notebook of `submissions/` and writes `graded/grades-NAME.csv` (the autograded points per "
-        "question) and `graded/feedback/FILE.md` per student (the points and the message of each "
-        "failed check, never the hidden tests' code): return those files. One submission by hand: "
+        "notebook of `submissions/` and writes `graded/grades-NAME.csv` (the gradebook, with the "
+        "columns of `--grade --csv` below: the autograded points per question, an empty column per "
+        "question graded by hand and an empty `manual_awarded` for you to fill in, then the points "
+        "possible; the questions come from NAME/questions.json) and `graded/feedback/FILE.md` per "
+        "student (the points and the message of each failed check, never the hidden tests' code): "
+        "return those files. One submission by hand: "
         "`mkdir -p results/FILE && otter run -a NAME/autograder/autograder.zip -o results/FILE "
         "FILE.ipynb`.",
         "3. Keep otter's `results.json` files (in `graded/results/`) to yourself: their output "
@@ -838,6 +857,7 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "oral-checks.md is the bank of the oral check (a question per derivation, each with a follow-up "
         "that changes one input, and how to score them), for the instructor: keep it, like the rubrics, "
         "from students.",
+        *written_check_lines(out, variant),
         "The solution notebook to grade or to hand out after the deadline is NAME/autograder/NAME.ipynb; "
         "masters/ holds the sources `otter assign` reads (tests and solutions in raw cells), not "
         "notebooks to grade.",
@@ -846,6 +866,41 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "",
     ]
     (out / "README.md").write_text("\n".join(lines))
+
+
+def written_check_lines(out: Path, variant: int | None) -> list[str]:
+    """The README's paragraph on the written check (``tools/written_check.py``) built in ``out``."""
+    pdf = (out / "written-check.pdf").exists()
+    print_it = (
+        "written-check.pdf is the sheet to print (from written-check.html, with headless Chromium)"
+        if pdf
+        else "print written-check.html from a browser (A4; written-check.pdf is printed too where "
+        "headless Chromium is installed)"
+    )
+    if variant is None:
+        inputs = (
+            "Its inputs are this build's defaults: other numbers than the bank's follow-ups (written "
+            "for a general Gamma law, for Sigma = I_d, at L = 1000 and with noise 0.5), so the "
+            "bank's printed answers do not answer it verbatim; but anyone with the "
+            "book's repository rebuilds this key: for a graded check, build a variant "
+            "(`make problem-sets VARIANT=SEED`, a seed kept private), whose inputs are drawn from the "
+            "seed."
+        )
+    else:
+        inputs = (
+            f"Its inputs are drawn from the seed {variant}, and every number of its key differs from "
+            "the default build's key, so the public default key does not answer it; keep the seed "
+            "private, as for the sets."
+        )
+    return [
+        "written-check.html and written-check.md: a written check ready to print, instead of the "
+        "oral one (book/grading.md): 20 minutes in class, closed book, pen and paper, three questions "
+        "of 4 points, one per set, each a follow-up of the oral bank with inputs changed, on at most "
+        f"two A4 pages; {print_it}. written-check-key.html and written-check-key.md (and "
+        "written-check-key.pdf beside the sheet's PDF) give each answer in full with its numbers and "
+        "the scoring guide, 0 to 4 per question (0 to 2 for part (a), the bank question's derivation, "
+        "and 0 to 2 for parts (b) and (c), the follow-up), for graders only. " + inputs,
+    ]
 
 
 def zip_students(names: list[str], out: Path = OUT, flat: bool = False) -> Path:
@@ -937,10 +992,27 @@ def grade(name: str, submission: Path, out: Path = OUT, variant: int | None = No
     }
 
 
-def write_gradebook(path: Path, name: str, graded: list[tuple[str, dict]]) -> None:
+def grade_all_module():
+    """``course/grade_all.py`` as a module: it owns the gradebook's columns (it ships beside the built
+    sets and runs without the repository, so the shared code lives there, and this script imports it)."""
+    import importlib.util
+
+    module = sys.modules.get("grade_all")
+    if module is None or Path(getattr(module, "__file__", "")).resolve() != GRADE_ALL.resolve():
+        spec = importlib.util.spec_from_file_location("grade_all", GRADE_ALL)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["grade_all"] = module
+        spec.loader.exec_module(module)
+    return module
+
+
+def write_gradebook(
+    path: Path, name: str, graded: list[tuple[str, dict]], variant: int | None = None
+) -> None:
     """Write ``path``, a CSV gradebook of set ``name``: one row per submission (``graded``: pairs of the
-    file and its :func:`grade` result). Every column holds points awarded unless its name ends in
-    ``_possible``:
+    file and its :func:`grade` result). The columns are those of the shipped ``grade_all.py``, whose
+    functions write them (``grade_all.write_gradebook``), so that both gradebooks read alike. Every
+    column holds points awarded unless its name ends in ``_possible``:
 
     * ``file``;
     * one column per question, in the set's order, named by the question: the points the autograder
@@ -949,35 +1021,8 @@ def write_gradebook(path: Path, name: str, graded: list[tuple[str, dict]]) -> No
     * ``manual_awarded`` (empty, for the grader: the sum of the questions graded by hand) and
       ``manual_possible``;
     * ``total_possible``: the set's points, autograded and by hand."""
-    qs = questions(name)
-    with open(path, "w", newline="") as f:
-        out = csv.writer(f)
-        out.writerow(
-            [
-                "file",
-                *(q["name"] for q in qs),
-                "auto_awarded",
-                "auto_possible",
-                "manual_awarded",
-                "manual_possible",
-                "total_possible",
-            ]
-        )
-        for file, r in graded:
-            cells = ["" if q["manual"] else f"{r['questions'][q['name']][0]:g}" for q in qs]
-            awarded, possible = r["auto"]
-            manual = sum(r["manual_possible"].values())
-            out.writerow(
-                [
-                    file,
-                    *cells,
-                    f"{awarded:g}",
-                    f"{possible:g}",
-                    "",
-                    f"{manual:g}",
-                    f"{possible + manual:g}",
-                ]
-            )
+    rows = [(file, {q: s for q, (s, _) in r["questions"].items()}) for file, r in graded]
+    grade_all_module().write_gradebook(path, questions(name, variant), rows)
 
 
 def main(argv=None) -> int:
@@ -1026,7 +1071,7 @@ def main(argv=None) -> int:
             )
             print(json.dumps(r))
         if args.csv:
-            write_gradebook(args.csv, args.names[0], graded)
+            write_gradebook(args.csv, args.names[0], graded, args.variant)
             print(f"problem_sets: gradebook of {len(graded)} submissions -> {args.csv}")
         return 0
     if args.csv:
@@ -1050,6 +1095,10 @@ def main(argv=None) -> int:
         )
     wheel = build_wheel(out)
     print(f"problem_sets: {wheel.name}, for grading without the repository")
+    import written_check
+
+    for path in written_check.build(out, args.variant):  # for the instructor; not on the site
+        print(f"problem_sets: {path.name}")
     readme(known if not args.names else names, out, args.variant)
     shutil.copyfile(ORAL_CHECKS, out / "oral-checks.md")  # for the instructor; not on the site
     shutil.copyfile(GRADE_ALL, out / "grade_all.py")  # a class at once, without the repository

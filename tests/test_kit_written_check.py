@@ -1,0 +1,226 @@
+"""The written check (tools/written_check.py, built by `make problem-sets`): a sheet ready to print and its
+answer key.
+
+* The sheet: the title, "20 minutes, closed book, pen and paper", three questions of 4 points, one per
+  set, with parts (a) 2, (b) 1, (c) 1 and room to write; self-contained HTML (no script, no link) with
+  an A4 print style; where headless Chromium and pdfinfo are installed, it prints on at most 2 pages.
+* The key: every part's answer with its numbers and its scoring (full, half, none), 0 to 4 per question
+  on the oral bank's scale; the sheet shows none of the answers.
+* The key's numbers, checked by routes independent of the library: set 1 by quadrature of the tilted
+  Gamma law (relative 1e-8) and of its third cumulant (1e-7); set 2 by quadrature of the query average of
+  C_1 (1e-8) and the closed forms of the threshold and of L e^{-s} (1e-12); set 3 by the closed forms of
+  b*^2 and C_lin (1e-9, 1e-6), of the border d = 4c^2 and by lesson 6's formula for C_soft in u^2,
+  minimised with scipy (1e-6).
+* Inputs: the default's are numbers other than the bank's printed follow-ups; a variant's are drawn from
+  its seed, the same on every call, and every number of the key differs from the default key's (seed 7
+  among others), with set 1's Gamma shape other than the variant's problem set 1's.
+* Errors name the argument, what was received and what was expected.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+
+import problem_sets
+import pytest
+import written_check
+
+SEEDS = [None, 7, 2025, 1]
+
+
+def _key(seed):
+    return written_check.key(written_check.inputs(seed))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_set_1_numbers_agree_with_quadrature(seed):
+    from scipy.integrate import quad
+
+    one = _key(seed)["ps1"]
+    k, lam, a = one["k"], one["lam"], one["a"]
+    assert a < lam, "the tilt asked about must be one where the limit exists"
+
+    def moment(t, f):  # E[e^{tX} f(X)] for Gamma(k, lam), by quadrature
+        dens = lam**k / math.factorial(k - 1)
+        return quad(lambda x: dens * x ** (k - 1) * math.exp((t - lam) * x) * f(x), 0, math.inf)[0]
+
+    T = moment(a, lambda x: x) / moment(a, lambda x: 1.0)
+    assert abs(one["T"] - T) < 1e-8 * abs(T), (seed, one["T"], T)
+    mean = moment(0, lambda x: x)
+    kappa3 = moment(0, lambda x: (x - mean) ** 3)  # the third cumulant is the third central moment
+    assert abs(one["kappa3"] - kappa3) < 1e-7 * kappa3, (seed, one["kappa3"], kappa3)
+    assert one["coefficient"] == pytest.approx(kappa3 / 2, rel=1e-7)
+    # the public answers do not pass: the exponential law's 1/(lam - a), the shape-1 coefficient
+    assert abs(1 / (lam - a) - T) > 0.3 * T and abs(1 / lam**3 - kappa3 / 2) > 0.3 * kappa3 / 2
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_set_2_numbers_agree_with_quadrature_and_closed_forms(seed):
+    from scipy.integrate import quad
+
+    two = _key(seed)["ps2"]
+    s2, u, z, L = two["sigma2"], two["u"], two["z"], two["L"]
+    assert s2 * two["threshold"] ** 2 == pytest.approx(0.5, rel=1e-12)
+    assert u < two["threshold"], "the scale asked about must have a finite average"
+    s = s2 * u * u * z * z
+    assert two["s"] == pytest.approx(s, rel=1e-12)
+    assert two["tokens"] == pytest.approx(L * math.exp(-s), rel=1e-12)
+
+    def c1(x):  # C_1(z) e^{-z^2/2} / sqrt(2 pi): the fixed-query constant times the query's density
+        return math.exp(s2 * u * u * x * x - x * x / 2) * (s2 + s2 * s2 * u * u * x * x)
+
+    averaged = quad(c1, -math.inf, math.inf)[0] / math.sqrt(2 * math.pi)
+    assert abs(two["averaged"] - averaged) < 1e-8 * averaged, (seed, two["averaged"], averaged)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_set_3_numbers_agree_with_closed_forms_and_lesson_6_s_formula(seed):
+    from scipy.optimize import minimize_scalar
+
+    three = _key(seed)["ps3"]
+    c, d, tau2, gamma2, L = three["c"], three["d"], three["tau2"], three["gamma2"], three["L"]
+    assert c != 1, "Sigma = I_d is the bank's own follow-up"
+    assert three["b2"] == pytest.approx(math.sqrt(d) / c, rel=1e-9)
+    assert three["border"] == 4 * c * c and d != three["border"]
+    assert three["finite"] == (d > 4 * c * c) and three["d_min"] == math.floor(4 * c * c) + 1
+    trace = c * d
+    assert three["C_lin"] == pytest.approx(tau2 * (d + 1) * trace, rel=1e-6)
+    # lesson 6: C1bar / (tau^2 tr Sigma) = (1/v)(1 - 2v)^(-d/2) (1 + rho + v / (1 - 2v)), v = u^2,
+    # rho = gamma^2 / (tau^2 tr Sigma); C_soft subtracts the Bayes risk's gamma^2 d
+    rho = gamma2 / (tau2 * trace)
+
+    def phi(v):
+        return (1 + rho + v / (1 - 2 * v)) / (v * (1 - 2 * v) ** (d / 2))
+
+    best = minimize_scalar(
+        phi, bounds=(1e-9, 0.5 - 1e-9), method="bounded", options={"xatol": 1e-12}
+    )
+    soft = tau2 * trace * best.fun - gamma2 * d
+    assert abs(three["C_soft"] - soft) < 1e-6 * soft, (seed, three["C_soft"], soft)
+    assert three["matched"] == pytest.approx(L * three["C_lin"] / round(soft, 2), rel=1e-9)
+
+
+def test_the_default_inputs_are_not_the_bank_s_follow_ups():
+    """The bank's follow-ups: a Gamma law of general shape k (the default set 1 asks about shape 1),
+    L = 1000 with s = 2 and 8, Sigma = I_d, the paper's covariance with gamma^2 = 0.5: the default sheet
+    takes other numbers, and none of the bank's printed answers is a number of its key."""
+    x = written_check.inputs(None)
+    assert x == written_check.DEFAULT and x is not written_check.DEFAULT
+    assert x["ps1"]["k"] not in (1, problem_sets.parameters()["ps1_measures"]["shape"])
+    assert x["ps2"]["L"] != 1000 and x["ps3"]["c"] != 1 and x["ps3"]["gamma2"] != 0.5
+    printed = {}  # the numbers of each set's follow-up answers in the bank
+    for row in problem_sets.ORAL_CHECKS.read_text().splitlines():
+        if re.match(r"^\| [123] \|", row):
+            answer = row.strip().strip("|").split("|")[4]
+            found = re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", answer)
+            printed.setdefault(f"ps{row[2]}", set()).update(float(n) for n in found)
+    assert all(printed.get(f"ps{n}") for n in (1, 2, 3)), printed
+    for name, value in written_check.numbers(_key(None)).items():
+        if name == "ps1 domain":  # the rate the question states (a < lam), not a computed answer
+            continue
+        bank = printed[name.split()[0]]
+        assert all(abs(value - p) > 1e-3 * max(p, 1) for p in bank), (name, value, bank)
+
+
+@pytest.mark.parametrize("seed", [7, 2025, 1, 2, 3])
+def test_a_variant_s_key_shares_no_number_with_the_default_s(seed):
+    default = written_check.numbers(_key(None))
+    x = written_check.inputs(seed)
+    assert x == written_check.inputs(seed), "a seed's draw is the same on every call"
+    ours = written_check.numbers(written_check.key(x))
+    assert set(ours) == set(default)
+    for name in default:  # each answer moves: the default key answers no part of the variant
+        assert abs(ours[name] - default[name]) > 1e-6 * abs(default[name]), (seed, name)
+    shape = problem_sets.parameters(seed)["ps1_measures"]["shape"]
+    assert x["ps1"]["k"] != shape, "set 1's shape must not be the variant's problem set 1's"
+    # the variant's sets keep their numbers: the written check draws from a stream of its own
+    assert problem_sets.parameters(seed) == problem_sets.parameters(seed)
+
+
+def test_seed_7_asks_other_numbers_than_the_default(tmp_path):
+    default = written_check.build(tmp_path / "default", None, pdf=False)
+    variant = written_check.build(tmp_path / "variant", 7, pdf=False)
+    texts = {p.name: p.read_text() for p in default}
+    for path in variant:
+        assert path.read_text() != texts[path.name], path.name
+    key7 = (tmp_path / "variant" / "written-check-key.md").read_text()
+    assert "(variant)" in key7 and " 7" not in key7.split("\n", 1)[0], "the seed is not printed"
+    d7, d0 = written_check.numbers(_key(7)), written_check.numbers(_key(None))
+    assert d7["ps1 T"] != d0["ps1 T"] and d7["ps3 matched"] != d0["ps3 matched"]
+
+
+@pytest.mark.parametrize("seed", [None, 7])
+def test_the_sheet_and_the_key(tmp_path, seed):
+    written = written_check.build(tmp_path, seed, pdf=False)
+    assert [p.name for p in written] == list(written_check.FILES)
+    k = _key(seed)
+    for ext in ("md", "html"):
+        sheet = (tmp_path / f"written-check.{ext}").read_text()
+        key = (tmp_path / f"written-check-key.{ext}").read_text()
+        assert "20 minutes, closed book, pen and paper" in sheet
+        assert [int(n) for n in re.findall(r"Question (\d) \(4 points\)", sheet)] == [1, 2, 3]
+        assert ("(variant)" in sheet) == (seed is not None)
+        parts = re.findall(r"\(([abc])\)(?:</strong>|\*\*) \[(\d)", sheet)
+        assert parts == [("a", "2"), ("b", "1"), ("c", "1")] * 3, parts
+        assert "Answer." not in sheet and key.count("Answer.") == 9
+        assert "For graders only" in key and "0 to 4 per question" in key
+        assert "0 to 2" in key
+        # the key's numbers are printed in it, and the answers' numbers are not on the sheet
+        g = written_check.g
+        for shown in (
+            g(k["ps1"]["T"]),
+            g(k["ps1"]["coefficient"]),
+            g(k["ps2"]["threshold"]),
+            written_check.count(k["ps2"]["tokens"]),
+            g(k["ps2"]["averaged"]),
+            g(k["ps3"]["b2"]),
+            f"{k['ps3']['matched']:.0f}",
+        ):
+            assert shown in key, shown
+        for hidden in (g(k["ps2"]["threshold"]), g(k["ps2"]["averaged"]), g(k["ps3"]["b2"])):
+            assert hidden not in sheet, hidden
+        assert f"{k['ps3']['C_soft_printed']:.2f}" in sheet  # the question states C_soft
+    page = (tmp_path / "written-check.html").read_text()
+    assert page.count('class="space"') == 9 and "size: A4" in page
+    for html in (page, (tmp_path / "written-check-key.html").read_text()):
+        assert "<script" not in html and not re.search(r"""(src|href)=["']?(https?:|//)""", html)
+
+
+def _printer():
+    return written_check.chromium() and shutil.which("pdfinfo")
+
+
+@pytest.mark.skipif(not _printer(), reason="needs headless Chromium and pdfinfo (poppler-utils)")
+@pytest.mark.parametrize("seed", [None, 7])
+def test_the_sheet_prints_on_at_most_two_a4_pages(tmp_path, seed):
+    written = written_check.build(tmp_path, seed)
+    assert [p.name for p in written] == [*written_check.FILES, *written_check.PDFS]
+    pages = written_check.pdf_pages(tmp_path / "written-check.pdf")
+    assert pages is not None and 1 <= pages <= written_check.MAX_PAGES, pages
+    import subprocess
+
+    info = subprocess.run(
+        ["pdfinfo", str(tmp_path / "written-check.pdf")], capture_output=True, text=True, check=True
+    ).stdout
+    width, height = map(float, re.search(r"Page size:\s+([\d.]+) x ([\d.]+) pts", info).groups())
+    assert abs(width - 595.3) < 2 and abs(height - 841.9) < 2, "A4"
+    assert written_check.pdf_pages(tmp_path / "written-check-key.pdf") >= 1
+
+
+def test_a_build_without_chromium_writes_html_and_markdown(tmp_path, monkeypatch):
+    monkeypatch.setattr(written_check, "chromium", lambda: None)
+    (tmp_path / "written-check.pdf").write_text("stale")
+    written = written_check.build(tmp_path, None)
+    assert [p.name for p in written] == list(written_check.FILES)
+    assert not (tmp_path / "written-check.pdf").exists(), "a stale PDF of other inputs stays"
+
+
+def test_bad_arguments_name_themselves(tmp_path):
+    with pytest.raises(TypeError, match=r"variant must be an integer seed or None.*'7'.*str"):
+        written_check.inputs("7")
+    with pytest.raises(TypeError, match=r"variant must be an integer seed or None.*True"):
+        written_check.inputs(True)
+    with pytest.raises(TypeError, match=r"out must be a pathlib.Path.*str"):
+        written_check.build(str(tmp_path), None, pdf=False)

@@ -1,0 +1,852 @@
+#!/usr/bin/env python
+"""The written check of the derivations, ready to print, and its answer key (`make problem-sets`).
+
+    python tools/written_check.py                 # -> _build/problem-sets/written-check*.{md,html,pdf}
+    python tools/written_check.py --variant 2025  # -> _build/problem-sets-variant-2025/written-check*
+
+book/grading.md offers "a written check instead" of the oral check: twenty minutes in class, closed
+book, three questions, one per problem set, each a follow-up of the oral bank (``course/oral_checks.md``)
+with an input the lecturer changes. :func:`build` writes it into the problem sets' build folder
+(``tools/problem_sets.py`` calls it):
+
+* ``written-check.md`` and ``written-check.html``: the students' sheet (title, instructions, three
+  questions of 4 points each, with the points of each part and room to write); the HTML is
+  self-contained (no script, no web font, no MathJax: the mathematics is Unicode text) with a print
+  style for A4 on which the sheet takes at most two pages;
+* ``written-check-key.md`` and ``written-check-key.html``, for graders only: each part's full answer
+  with its numbers, and a scoring guide, 0 to 4 per question: 0 to 2 for part (a), the bank question's
+  derivation, and 0 to 2 for parts (b) and (c), the follow-up's numbers (1 each), the bank's scale;
+* ``written-check.pdf`` and ``written-check-key.pdf`` when headless Chromium is installed (as for
+  ``tools/handouts.py``); the build does not need it.
+
+**Questions.** Set 1: Gamma tokens of shape ``k`` and rate ``lam``: where the infinite-prompt limit
+``T(a)`` exists and what it is, its value at a tilt, and its ``a^2`` coefficient (the bank's follow-up on
+the Gamma law, and its question on Taylor coefficients). Set 2: Gaussian tokens ``N(0, sigma^2)`` with
+standard Gaussian queries at scale ``u``: the threshold in ``u``, the effective number of tokens
+``L e^{-s}`` for one query, and the query-averaged constant by the scaling ``sigma^2 C(sigma u)``. Set 3:
+``Sigma = c I_d``: ``b*^2``, the dimensions where lesson 5's constant is finite, and with label noise
+``gamma^2`` the constant ``C_lin`` and the prompt length where linear attention matches softmax attention
+(the question states ``C_soft``, which needs a numerical minimisation).
+
+**Inputs and variants.** Without a variant the inputs are :data:`DEFAULT` (``k = 4``, ``lam = 2``;
+``sigma^2 = 4``, ``u = 0.25``; ``c = 1.5``, ``d = 4``, ...): numbers, where the bank's follow-ups are
+written for a general law, for ``Sigma = I_d``, for ``L = 1000`` and for the paper's noise ``0.5``, so that
+the bank's printed answers do not answer the sheet verbatim. With ``--variant SEED`` they are drawn from
+``SEED`` (a stream of its own, so the sets' numbers do not change), and every number of the key differs
+from the default key's (:func:`inputs` draws again until it does; set 1's shape also differs from the
+variant's problem set 1): the public default key does not answer a variant. The default sheet and key
+are rebuilt by anyone with this repository, so for a graded check build a variant with a seed kept
+private, as for the sets.
+
+**Numbers.** Every number of the key is computed here, from the library where it has the function: set
+1's ``T`` by :meth:`softlin.measures.TokenMeasure.tilted_mean` of the Gamma law's log-MGF (automatic
+differentiation) and its ``a^2`` coefficient from the tilted covariance's derivative; set 2's effective
+tokens by :func:`softlin.concentration.ess_ratio_expansion` and the averaged constant by
+:func:`softlin.concentration.query_averaged_expansion` (which also places the threshold: finite just
+below the closed form, infinite just above); set 3's ``b*`` by
+:func:`softlin.icl.bayes_optimal_parameters`, the finiteness of lesson 5's constant by
+:func:`softlin.icl.risk_fluctuation_constant` and ``C_lin``, ``C_soft`` by
+:func:`softlin.icl.large_prompt_constants`. Each is compared with its closed form here (a build whose
+numbers disagree stops), and tests/test_kit_written_check.py checks them by independent routes
+(quadrature, closed forms, lesson 6's formula in ``u^2`` minimised with scipy).
+"""
+
+# ruff: noqa: RUF001
+# (the sheet's mathematics is Unicode text, printed as it is: minus signs, Greek letters, primes)
+
+from __future__ import annotations
+
+import argparse
+import html
+import math
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "_build" / "problem-sets"
+FILES = ("written-check.md", "written-check.html", "written-check-key.md", "written-check-key.html")
+PDFS = ("written-check.pdf", "written-check-key.pdf")
+
+#: The default sheet's inputs: numbers where the bank's follow-ups are general (a Gamma law of shape k,
+#: Sigma = I_d) or fixed (L = 1000, s = 2 and 8, the paper's covariance with gamma^2 = 0.5).
+DEFAULT = {
+    "ps1": {"k": 4, "lam": 2.0, "a": 1.0},
+    "ps2": {"sigma2": 4.0, "u": 0.25, "z": 2.0, "L": 2000},
+    "ps3": {"c": 1.5, "d": 4, "tau2": 0.25, "gamma2": 0.2, "L": 1000},
+}
+#: What a variant draws from (set 1's shape: also not the variant's problem-set shape).
+DRAWS = {
+    "k": (2, 3, 4, 5),
+    "lam": (0.5, 1.0, 1.5, 2.5, 3.0, 4.0),
+    "a_over_lam": (-1.0, -0.5, 0.25, 0.5, 0.75),
+    "sigma2": (0.25, 0.5, 2.0, 3.0, 9.0),
+    "u": (0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0),
+    "z": (1.0, 1.5, 2.5, 3.0),
+    "L2": (500, 1000, 5000, 10000),
+    "c": (0.5, 0.75, 1.25, 2.0, 2.5),
+    "d": tuple(range(2, 13)),
+    "tau2": (0.1, 0.2, 0.5, 1.0),
+    "gamma2": (0.05, 0.1, 0.3, 0.5, 1.0),
+    "L3": (500, 2000, 5000),
+}
+
+
+def _draw(rng: random.Random, shape: int) -> dict:
+    """One draw of a variant's inputs (``shape``: the Gamma shape of the variant's problem set 1)."""
+    lam = rng.choice(DRAWS["lam"])
+    sigma2 = rng.choice(DRAWS["sigma2"])
+    # the scale u well below the threshold 1 / sqrt(2 sigma^2): sigma^2 u^2 from 0.02 to 0.4
+    us = [u for u in DRAWS["u"] if 0.02 <= sigma2 * u * u <= 0.4]
+    c = rng.choice(DRAWS["c"])
+    # not at the border d = 4 c^2, where lesson 5's constant is infinite only by a rounding error
+    ds = [d for d in DRAWS["d"] if d != 4 * c * c]
+    return {
+        "ps1": {
+            "k": rng.choice([k for k in DRAWS["k"] if k != shape]),
+            "lam": lam,
+            "a": lam * rng.choice(DRAWS["a_over_lam"]),
+        },
+        "ps2": {
+            "sigma2": sigma2,
+            "u": rng.choice(us),
+            "z": rng.choice(DRAWS["z"]),
+            "L": rng.choice(DRAWS["L2"]),
+        },
+        "ps3": {
+            "c": c,
+            "d": rng.choice(ds),
+            "tau2": rng.choice(DRAWS["tau2"]),
+            "gamma2": rng.choice(DRAWS["gamma2"]),
+            "L": rng.choice(DRAWS["L3"]),
+        },
+    }
+
+
+def _check_variant(variant) -> int | None:
+    if variant is not None and (isinstance(variant, bool) or not isinstance(variant, int)):
+        raise TypeError(
+            f"variant must be an integer seed or None (the default check), got {variant!r} "
+            f"({type(variant).__name__})"
+        )
+    return variant
+
+
+def inputs(variant: int | None = None) -> dict:
+    """The sheet's inputs: :data:`DEFAULT`, or those drawn from ``variant`` (a seed), redrawn until every
+    number of the key differs from the default key's (:func:`distinct`)."""
+    if _check_variant(variant) is None:
+        return {q: dict(x) for q, x in DEFAULT.items()}
+    import problem_sets  # the variant's problem set 1 asks about Gamma tokens of this shape
+
+    shape = problem_sets.parameters(variant)["ps1_measures"]["shape"]
+    rng = random.Random(f"written-check {variant}")  # not the sets' stream: their numbers stay
+    default = numbers(key(DEFAULT))
+    for _ in range(100):
+        drawn = _draw(rng, shape)
+        if distinct(numbers(key(drawn)), default):
+            return drawn
+    raise SystemExit(f"written_check: variant {variant}: no draw differs from the default key")
+
+
+def distinct(ours: dict, theirs: dict, rel: float = 1e-6) -> bool:
+    """Whether every number of ``ours`` (the key's, :func:`numbers`) differs from the same number of
+    ``theirs`` by more than ``rel`` (relative)."""
+    return all(abs(ours[k] - theirs[k]) > rel * max(abs(theirs[k]), 1e-12) for k in theirs)
+
+
+# --- the key's numbers ----------------------------------------------------------------------------------
+
+
+def _gamma_law(k: int, lam: float):
+    """The Gamma law of shape ``k`` and rate ``lam`` as a softlin token law (its log-MGF), so that the
+    library's tilted mean and covariance (automatic differentiation) give ``T`` and ``T'``."""
+    import torch
+    from softlin.measures import TokenMeasure
+
+    class GammaLaw(TokenMeasure):
+        dim = 1
+
+        def log_mgf(self, a):  # k log(lam / (lam - a)), for a < lam
+            return k * (math.log(lam) - torch.log(lam - a[..., 0]))
+
+    return GammaLaw()
+
+
+def _close(x: float, y: float, what: str, rel: float = 1e-9) -> None:
+    if not abs(x - y) <= rel * max(abs(y), 1e-300):
+        raise SystemExit(f"written_check: {what}: the library gives {x!r}, the closed form {y!r}")
+
+
+def key(x: dict) -> dict:
+    """The key's numbers for the inputs ``x`` (those of :func:`inputs`), each computed by the library and
+    checked against its closed form."""
+    import torch
+    from softlin import concentration, icl
+
+    f64 = torch.float64
+    p1, p2, p3 = x["ps1"], x["ps2"], x["ps3"]
+    k, lam, a = p1["k"], float(p1["lam"]), float(p1["a"])
+    law = _gamma_law(k, lam)
+    T = float(law.tilted_mean(torch.tensor([a], dtype=f64))[0])
+    _close(T, k / (lam - a), "set 1: T(a)")
+    # T'' (0) / 2 = kappa_3 / 2: the derivative of the tilted variance at 0, halved
+    zero = torch.zeros(1, dtype=f64)
+    kappa3 = float(torch.func.jacfwd(lambda t: law.tilted_covariance(t)[0, 0])(zero)[0])
+    coefficient = kappa3 / 2
+    _close(coefficient, k / lam**3, "set 1: the a^2 coefficient", 1e-8)
+    one = {"k": k, "lam": lam, "a": a, "T": T, "kappa3": kappa3, "coefficient": coefficient}
+
+    sigma2, u, z, L = float(p2["sigma2"]), float(p2["u"]), float(p2["z"]), int(p2["L"])
+
+    def scalar(v):
+        return torch.tensor([[float(v)]], dtype=f64)
+
+    threshold = 1 / math.sqrt(2 * sigma2)
+    below = concentration.query_averaged_expansion(
+        scalar(threshold * (1 - 1e-6)), scalar(1), scalar(sigma2)
+    )[0]
+    above = concentration.query_averaged_expansion(
+        scalar(threshold * (1 + 1e-6)), scalar(1), scalar(sigma2)
+    )[0]
+    if not (math.isfinite(below) and math.isinf(above)):
+        raise SystemExit(
+            f"written_check: set 2: the library's averaged constant is {below} below and {above} "
+            f"above the threshold u = {threshold}"
+        )
+    ratio = float(concentration.ess_ratio_expansion(scalar(z), scalar(u), scalar(sigma2))[0][0])
+    s = sigma2 * u * u * z * z
+    _close(ratio, math.exp(-s), "set 2: e^{-s}")
+    averaged = concentration.query_averaged_expansion(scalar(u), scalar(1), scalar(sigma2))[0]
+    v2 = sigma2 * u * u
+    _close(
+        averaged, sigma2 * ((1 - 2 * v2) ** -0.5 + v2 * (1 - 2 * v2) ** -1.5), "set 2: C_1", 1e-8
+    )
+    two = {
+        "sigma2": sigma2,
+        "u": u,
+        "z": z,
+        "L": L,
+        "threshold": threshold,
+        "s": s,
+        "tokens": L * ratio,
+        "v2": v2,
+        "averaged": averaged,
+    }
+
+    c, d, tau2, gamma2, L3 = float(p3["c"]), int(p3["d"]), float(p3["tau2"]), p3["gamma2"], p3["L"]
+    Sigma = c * torch.eye(d, dtype=f64)
+    A_star, b_star = icl.bayes_optimal_parameters(Sigma)
+    b2 = float(b_star) ** 2
+    _close(b2, math.sqrt(d) / c, "set 3: b*^2")
+    finite = math.isfinite(
+        icl.risk_fluctuation_constant(A_star, b_star, Sigma, allow_infinite=True)
+    )
+    border = 4 * c * c
+    if finite != (d > border) or d == border:
+        raise SystemExit(
+            f"written_check: set 3: d = {d} at c = {c}: finite {finite}, border {border}"
+        )
+    const = icl.large_prompt_constants(Sigma, tau2=tau2, noise_var=float(gamma2))
+    _close(const.linear, tau2 * (d + 1) * c * d, "set 3: C_lin", 1e-6)
+    soft = round(const.softmax, 2)  # as the question prints it
+    three = {
+        "c": c,
+        "d": d,
+        "tau2": tau2,
+        "gamma2": float(gamma2),
+        "L": int(L3),
+        "b2": b2,
+        "border": border,
+        "d_min": math.floor(border) + 1,
+        "finite": finite,
+        "C_lin": const.linear,
+        "C_soft": const.softmax,
+        "C_soft_printed": soft,
+        "scale": const.scale,
+        "matched": L3 * const.linear / soft,
+    }
+    return {"ps1": one, "ps2": two, "ps3": three}
+
+
+def numbers(k: dict) -> dict:
+    """The key's answers, one number each (what a student writes), by name: what differs between the
+    default and a variant (:func:`distinct`)."""
+    one, two, three = k["ps1"], k["ps2"], k["ps3"]
+    return {
+        "ps1 domain": one["lam"],
+        "ps1 T": one["T"],
+        "ps1 coefficient": one["coefficient"],
+        "ps2 threshold": two["threshold"],
+        "ps2 tokens": two["tokens"],
+        "ps2 averaged": two["averaged"],
+        "ps3 b2": three["b2"],
+        "ps3 d_min": three["d_min"],
+        "ps3 C_lin": three["C_lin"],
+        "ps3 matched": three["matched"],
+    }
+
+
+# --- the sheet ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Part:
+    label: str
+    points: int
+    ask: str
+    space: int  # mm of room to write, on the printed sheet
+    answer: str
+    full: str  # what earns all the points of the part
+    partial: str  # what earns half of them (1 of 2, or 1/2 of 1)
+    none: str  # what earns nothing
+
+
+@dataclass
+class Question:
+    number: int
+    title: str
+    stem: str
+    parts: list[Part]
+    bank: str  # which question of the oral bank it follows up
+
+
+def g(x: float, digits: int = 4) -> str:
+    """A number as the sheet prints it, with a minus sign: exactly where six significant digits or fewer
+    write it (``4``, ``0.078125``, ``1.5625``), else to ``digits`` (``0.3536``, ``8.485``)."""
+    exact = f"{x:.6g}"
+    return (exact if float(exact) == x else f"{x:.{digits}g}").replace("-", "−")
+
+
+def count(x: float) -> str:
+    """A number of tokens: a whole number from 10 on, two significant digits below."""
+    return f"{x:.0f}" if x >= 10 else g(x, 2)
+
+
+def _x(n: float) -> str:
+    """A factor in a product: negative numbers in brackets."""
+    return f"({g(n)})" if n < 0 else g(n)
+
+
+def questions(k: dict) -> list[Question]:
+    """The three questions, with their answers and scoring, for the key's numbers ``k``."""
+    one, two, three = k["ps1"], k["ps2"], k["ps3"]
+    kk, lam, a = one["k"], one["lam"], one["a"]
+    q1 = Question(
+        1,
+        "Problem set 1: attention on measures",
+        f"Tokens X in one dimension follow the Gamma law of shape k = {kk} and rate λ = {g(lam)}, "
+        "of density λ^{k} x^{k−1} e^{−λx}/(k−1)! on x > 0. A query tilts them by a: the infinite-prompt "
+        "output T(a) is the mean of the tilted law, whose density is proportional to e^{ax} times that "
+        "of X.",
+        [
+            Part(
+                "a",
+                2,
+                "For which tilts a does T(a) exist? Derive T(a) there.",
+                40,
+                f"𝔼 e^{{aX}} = ∫₀^{{∞}} λ^{{k}} x^{{k−1}} e^{{−(λ−a)x}}/(k−1)! dx = (λ/(λ − a))^{{k}} for "
+                f"a < λ, and +∞ for a ≥ λ (the integrand does not decay): T(a) exists exactly for "
+                f"a < λ = {g(lam)}, every negative tilt included. Then Λ(a) = k log λ − k log(λ − a) and "
+                f"T(a) = Λ′(a) = k/(λ − a) = {kk}/({g(lam)} − a); equivalently, the tilted law, "
+                f"∝ e^{{ax}} x^{{k−1}} e^{{−λx}}, is Gamma(k, λ − a), of mean k/(λ − a).",
+                "the domain a < λ with its reason (the generating function is infinite from λ on) "
+                "and T(a) = k/(λ − a) derived, by the generating function or by the tilted law",
+                "the right T(a) with no domain or no reason for it, or the right route with a slip "
+                "(a lost power k, a domain −λ < a < λ)",
+                "otherwise, and for the exponential law's answer 1/(λ − a) (problem set 1's public "
+                "solution) or T = k/λ at every tilt",
+            ),
+            Part(
+                "b",
+                1,
+                f"Evaluate T(a) at a = {g(a)}.",
+                14,
+                f"T({g(a)}) = {kk}/({g(lam)} − {_x(a)}) = {g(one['T'])}.",
+                f"the value {g(one['T'])} (an exact fraction counts)",
+                "k/(λ − a) evaluated with an arithmetic slip",
+                "otherwise",
+            ),
+            Part(
+                "c",
+                1,
+                "What is the coefficient of a² in the Taylor expansion of T(a) around a = 0? Which "
+                "cumulant of X is it, up to a factor?",
+                20,
+                f"T(a) = Λ′(a) = Σⱼ κ_{{j+1}} aʲ/j!, so the coefficient of a² is κ₃/2!, half the third "
+                f"cumulant. Here T(a) = (k/λ) Σⱼ (a/λ)ʲ, so it is k/λ³ = {kk}/{g(lam**3)} = "
+                f"{g(one['coefficient'])} (κ₃ = 2k/λ³ = {g(one['kappa3'])}).",
+                f"κ₃/2 and its value {g(one['coefficient'])}",
+                "one of the two: κ₃/2 with a wrong value, or the value without the cumulant",
+                "otherwise (the third moment, or κ₃ without the 1/2!)",
+            ),
+        ],
+        "set 1, question 2 and its follow-up (Gamma tokens of shape k), with numbers; part (c) asks "
+        "for a Taylor coefficient, as question 1 does",
+    )
+    s2, u, z, L = two["sigma2"], two["u"], two["z"], two["L"]
+    tokens = two["tokens"]
+    few = (
+        ": fewer than one, so the approximation has broken down and a few of the largest tokens "
+        "carry the weight"
+        if tokens < 1
+        else ""
+    )
+    q2 = Question(
+        2,
+        "Problem set 2: concentration",
+        f"Tokens 𝒩(0, σ²) in one dimension, σ² = {g(s2)}; a query z ~ 𝒩(0, 1) tilts them by a = uz "
+        "(lesson 3's scalar model: U = u, V = 1). For one query, a prompt of L tokens acts like about "
+        "L e^{−s} tokens of the tilted law, with s = σ²a², and L 𝔼(T_{L} − T)² → "
+        "C₁(z) = e^{s}(σ² + σ⁴a²).",
+        [
+            Part(
+                "a",
+                2,
+                "Above which scale u is the average of C₁(z) over the queries infinite? Derive the "
+                f"threshold, and give it for σ² = {g(s2)}.",
+                38,
+                "𝔼_{z} C₁ = ∫ e^{σ²u²z²}(σ² + σ⁴u²z²) e^{−z²/2} dz/√(2π): the integrand is "
+                "e^{(σ²u² − 1/2)z²} times a polynomial, integrable if and only if σ²u² < 1/2. So the "
+                f"average is infinite for u ≥ 1/√(2σ²) = 1/√{g(2 * s2)} = {g(two['threshold'])} "
+                "(each query's error still tends to 0, more slowly than 1/L). Equivalently, the error at "
+                "scale u is σ² times the standard model's at scale σu, whose threshold is (σu)² = 1/2.",
+                f"σ²u² < 1/2 from the Gaussian integral, and the value {g(two['threshold'])}",
+                "the right threshold with no reason, or the integral with a slip (σu² < 1/2, σ not "
+                "squared)",
+                "otherwise, and for the bank's answer with its input, the standard model's u² = 1/2",
+            ),
+            Part(
+                "b",
+                1,
+                f"At u = {g(u)} and L = {L}: how many tokens count for the query z = {g(z)}?",
+                14,
+                f"s = σ²u²z² = {g(s2)} × {g(u * u)} × {g(z * z)} = {g(two['s'])}, so "
+                f"L e^{{−s}} = {L} e^{{−{g(two['s'])}}} ≈ {count(tokens)} tokens{few}.",
+                f"s = {g(two['s'])} and L e^{{−s}} ≈ {count(tokens)} (the exact expression counts)",
+                "s or L e^{−s} with a slip (a = u, z forgotten; σ not squared)",
+                "otherwise",
+            ),
+            Part(
+                "c",
+                1,
+                "For σ² = 1 the average is C̄(v) = (1 − 2v²)^{−1/2} + v²(1 − 2v²)^{−3/2} at scale v. "
+                f"Use it to give the average C̄₁ at σ² = {g(s2)} and u = {g(u)}.",
+                20,
+                f"Tokens σY with Y ~ 𝒩(0, 1): the error at scale u is σ² times the standard one at "
+                f"scale σu, so C̄₁ = σ² C̄(σu) with v² = σ²u² = {g(two['v2'])}: "
+                f"{g(s2)} × ({g(1 - 2 * two['v2'])}^{{−1/2}} + {g(two['v2'])} × "
+                f"{g(1 - 2 * two['v2'])}^{{−3/2}}) = {g(two['averaged'])}, that is "
+                "σ²(1 − v²)(1 − 2v²)^{−3/2}.",
+                f"σ² C̄(σu) and its value {g(two['averaged'])} (the exact expression counts)",
+                "the scale σu right, the factor σ² missing, or an arithmetic slip",
+                "otherwise (C̄(u) or C̄(σ²u))",
+            ),
+        ],
+        "set 2, question 2's follow-up (tokens 𝒩(0, σ²)) and question 1's (how many tokens count), "
+        f"here at L = {L} and for one query",
+    )
+    c, d, tau2, gamma2, L3 = three["c"], three["d"], three["tau2"], three["gamma2"], three["L"]
+    finite = three["finite"]
+    q3 = Question(
+        3,
+        "Problem set 3: in-context regression",
+        f"Lessons 5 and 6: inputs x ~ 𝒩(0, Σ) with Σ = c·I_{{d}}, c = {g(c)}, in dimension d = {d}. "
+        "The limit (A⋆, b⋆) of the balanced flow predicts exactly, b⋆ΣA⋆ = I, and is balanced, "
+        "‖A⋆‖_{F} = b⋆.",
+        [
+            Part(
+                "a",
+                2,
+                "Derive b⋆² for Σ = c·I_{d}, and evaluate it.",
+                40,
+                "b⋆ΣA⋆ = I gives A⋆ = Σ^{−1}/b⋆, so ‖A⋆‖_{F}² = tr(Σ^{−2})/b⋆² = b⋆² and "
+                f"b⋆⁴ = tr(Σ^{{−2}}) = d/c²: b⋆² = √d/c = √{d}/{g(c)} = {g(three['b2'])}.",
+                f"A⋆ = Σ^{{−1}}/b⋆, then b⋆⁴ = d/c², b⋆² = √d/c = {g(three['b2'])}",
+                "√d/c stated without the derivation, or the derivation with a slip (b⋆² = √d/c²)",
+                "otherwise, and for the bank's answer with its input, Σ = I's b⋆² = √d",
+            ),
+            Part(
+                "b",
+                1,
+                "Lesson 5's constant C at (A⋆, b⋆) is finite if and only if Σ^{−1} − 2A⋆ᵀΣA⋆ is "
+                f"positive definite. At c = {g(c)}, for which d is it finite? Is it at d = {d}?",
+                22,
+                "A⋆ᵀΣA⋆ = Σ^{−1}/b⋆², so Σ^{−1} − 2A⋆ᵀΣA⋆ = (1 − 2/b⋆²)Σ^{−1}: positive definite iff "
+                f"b⋆² > 2, that is √d > 2c, d > 4c² = {g(three['border'])}: finite for "
+                f"d ≥ {three['d_min']}. At d = {d}, b⋆² = {g(three['b2'])} "
+                + (
+                    "> 2: finite."
+                    if finite
+                    else "≤ 2: infinite (its average over queries diverges; at the best scale, "
+                    f"A = r⋆A⋆ and b = b⋆/r⋆ with r⋆ = {g(three['scale'])}, the constant C_{{soft}} "
+                    "is finite)."
+                ),
+                f"d > 4c² = {g(three['border'])} (d ≥ {three['d_min']}) and "
+                f"{'finite' if finite else 'infinite'} at d = {d}",
+                "one of the two",
+                "otherwise, and for the bank's answer with its input, Σ = I's d > 4",
+            ),
+            Part(
+                "c",
+                1,
+                f"Now tasks w ~ 𝒩(0, τ²I), τ² = {g(tau2)}, and label noise of variance "
+                f"γ² = {g(gamma2)}. Give C_{{lin}}. With C_{{soft}} = {three['C_soft_printed']:.2f} "
+                "here (the best scale, found numerically), at which prompt length L′ does the best "
+                "linear attention's excess over the Bayes risk equal the best softmax attention's at "
+                f"L = {L3} (an excess ≈ C/L)?",
+                26,
+                f"C_{{lin}} = τ²(d + 1) tr Σ = {g(tau2)} × {d + 1} × {g(c * d)} = {g(three['C_lin'])}: "
+                "the noise does not enter. C_{lin}/L′ = C_{soft}/L gives "
+                f"L′ = {L3} × {g(three['C_lin'])}/{three['C_soft_printed']:.2f} ≈ "
+                f"{three['matched']:.0f}.",
+                f"C_{{lin}} = {g(three['C_lin'])} and L′ ≈ {three['matched']:.0f}",
+                "one of the two, or both with an arithmetic slip",
+                "otherwise (C_{lin} grown with the noise; L′ = L C_{soft}/C_{lin})",
+            ),
+        ],
+        "set 3, question 1's follow-up (Σ = I_{d}), here with Σ = c·I_{d}, and question 3's (label "
+        "noise), with C_{soft} given",
+    )
+    return [q1, q2, q3]
+
+
+TITLE = "Softmax attention: written check"
+INSTRUCTIONS = (
+    "**20 minutes, closed book, pen and paper.** Three questions, one per problem set, 4 points each "
+    "(12 in all); the points of each part are in brackets. Answer in the space below each part and "
+    "show how you get each result. No calculator is needed: an exact expression, such as "
+    "1000 e^{−1/2} or 3√2, is a full answer."
+)
+
+
+def _inline_md(text: str) -> str:
+    """The sheet's markup for Markdown: ``^{x}`` as ``^(x)`` (``^x`` for one character), ``_{x}`` as
+    ``_x`` (letters and digits) or ``_(x)``; ``**bold**`` kept."""
+    text = re.sub(r"\^\{([^{}])\}", r"^\1", text)
+    text = re.sub(r"\^\{([^{}]*)\}", r"^(\1)", text)
+    return re.sub(r"_\{([^{}]+)\}", lambda m: "_" + (m[1] if m[1].isalnum() else f"({m[1]})"), text)
+
+
+def _cell_md(text: str) -> str:
+    """:func:`_inline_md` in a Markdown table's cell (a ``|`` escaped)."""
+    return _inline_md(text).replace("|", "\\|")
+
+
+def _inline_html(text: str) -> str:
+    text = html.escape(text, quote=False)
+    text = re.sub(r"\^\{([^{}]*)\}", r"<sup>\1</sup>", text)
+    text = re.sub(r"_\{([^{}]*)\}", r"<sub>\1</sub>", text)
+    text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
+    return re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", text)
+
+
+def _title(variant: int | None, key_page: bool) -> str:
+    suffix = ", the answer key" if key_page else ""
+    return TITLE + suffix + ("" if variant is None else " (variant)")
+
+
+def sheet_md(qs: list[Question], variant: int | None) -> str:
+    lines = [
+        f"# {_title(variant, False)}",
+        "",
+        "Name: ______________________________  Student number: ________________",
+        "",
+        _inline_md(INSTRUCTIONS),
+        "",
+    ]
+    for q in qs:
+        lines += [f"## Question {q.number} (4 points). {q.title}", "", _inline_md(q.stem), ""]
+        for p in q.parts:
+            lines += [f"**({p.label})** [{p.points}] {_inline_md(p.ask)}", "", "&nbsp;", ""]
+    return "\n".join(lines)
+
+
+def key_md(qs: list[Question], variant: int | None) -> str:
+    lines = [
+        f"# {_title(variant, True)}",
+        "",
+        "For graders only: keep it, like the sets' rubrics and the oral bank, from students.",
+        "",
+        SCORING,
+        "",
+    ]
+    for q in qs:
+        lines += [
+            f"## Question {q.number} (4 points). {q.title}",
+            "",
+            f"*From the oral bank: {_inline_md(q.bank)}.*",
+            "",
+            _inline_md(q.stem),
+            "",
+        ]
+        for p in q.parts:
+            lines += [
+                f"**({p.label}) [{p.points}]** {_inline_md(p.ask)}",
+                "",
+                f"**Answer.** {_inline_md(p.answer)}",
+                "",
+                "| points | when |",
+                "|---|---|",
+                f"| {p.points} | {_cell_md(p.full)} |",
+                f"| {_half(p.points)} | {_cell_md(p.partial)} |",
+                f"| 0 | {_cell_md(p.none)} |",
+                "",
+            ]
+    lines += [NUMBERS, ""]
+    return "\n".join(lines)
+
+
+SCORING = (
+    "**Scoring, 0 to 4 per question, 12 in all** (the oral bank's scale): part (a) is the bank "
+    "question's derivation, scored 0 to 2 (2: the full answer below; 1: the right idea with a slip or "
+    "without the computation; 0: otherwise); parts (b) and (c) are the follow-up, with the changed "
+    "input, scored 0 to 2 together: each 1 for its full answer, 1/2 for the right idea with a slip, 0 "
+    "otherwise. Score what is written: a bank answer restated with the bank's input earns nothing. An "
+    "exact expression in place of a decimal is a full answer."
+)
+NUMBERS = (
+    "The numbers of this key are computed by tools/written_check.py (`make problem-sets`) from the "
+    "softlin library (the Gamma law's tilted mean and covariance by automatic differentiation of its "
+    "log-MGF; concentration.ess_ratio_expansion and query_averaged_expansion; "
+    "icl.bayes_optimal_parameters, risk_fluctuation_constant and large_prompt_constants), each checked "
+    "against its closed form."
+)
+
+
+def _half(points: int) -> str:
+    return "1/2" if points == 1 else f"{points / 2:g}"
+
+
+CSS = """
+@page { size: A4; margin: 13mm 15mm 13mm 15mm; }
+html { font-family: "DejaVu Serif", "Liberation Serif", "Times New Roman", serif; font-size: 10pt;
+  line-height: 1.3; color: #000; }
+body { margin: 0 auto; max-width: 180mm; }
+h1 { font-size: 15pt; margin: 0 0 3mm; }
+h2 { font-size: 12pt; margin: 5mm 0 1.5mm; break-after: avoid; }
+p { margin: 0 0 2mm; }
+.who { display: flex; gap: 8mm; margin: 0 0 3mm; }
+.who span { flex: 1; border-bottom: 1px solid #000; padding-top: 4mm; }
+.instructions { border: 1px solid #000; padding: 2mm 3mm; margin-bottom: 2mm; }
+.stem { break-after: avoid; }
+.part, .lead { break-inside: avoid; }
+.part { margin: 0 0 2mm; }
+.space { border: 1px solid #888; border-radius: 1.5mm; margin-top: 1mm; }
+.key-part { break-inside: avoid; margin: 0 0 3mm; }
+.key-question { break-before: page; }  /* the key: a page per question */
+.bank { font-style: italic; color: #333; }
+table { border-collapse: collapse; width: 100%; margin: 1mm 0 2mm; font-size: 9.5pt; }
+td, th { border: 1px solid #999; padding: 1mm 2mm; vertical-align: top; text-align: left; }
+td:first-child, th:first-child { width: 12mm; text-align: center; }
+.note { font-size: 9pt; color: #333; }
+@media screen { body { padding: 10mm; } }
+"""
+
+
+def _page(title: str, body: list[str]) -> str:
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en">',
+            "<head>",
+            '<meta charset="utf-8">',
+            f"<title>{html.escape(title)}</title>",
+            f"<style>{CSS}</style>",
+            "</head>",
+            "<body>",
+            *body,
+            "</body>",
+            "</html>",
+            "",
+        ]
+    )
+
+
+def sheet_html(qs: list[Question], variant: int | None) -> str:
+    title = _title(variant, False)
+    body = [
+        f"<h1>{html.escape(title)}</h1>",
+        '<div class="who"><span>Name:</span><span>Student number:</span></div>',
+        f'<p class="instructions">{_inline_html(INSTRUCTIONS)}</p>',
+    ]
+    for q in qs:
+        body += [
+            '<section class="question">',
+            '<div class="lead">',  # the heading and the stem stay with part (a)
+            f"<h2>Question {q.number} (4 points). {html.escape(q.title)}</h2>",
+            f'<p class="stem">{_inline_html(q.stem)}</p>',
+        ]
+        for n, p in enumerate(q.parts):
+            body += [
+                '<div class="part">',
+                f"<p><strong>({p.label})</strong> [{points_text(p.points)}] {_inline_html(p.ask)}</p>",
+                f'<div class="space" style="height: {p.space}mm"></div>',
+                "</div>",
+                *(["</div>"] if n == 0 else []),
+            ]
+        body.append("</section>")
+    return _page(title, body)
+
+
+def points_text(points: int) -> str:
+    return f"{points} point" + ("" if points == 1 else "s")
+
+
+def key_html(qs: list[Question], variant: int | None) -> str:
+    title = _title(variant, True)
+    body = [
+        f"<h1>{html.escape(title)}</h1>",
+        "<p><strong>For graders only</strong>: keep it, like the sets' rubrics and the oral bank, "
+        "from students.</p>",
+        f'<p class="instructions">{_inline_html(SCORING)}</p>',
+    ]
+    for q in qs:
+        body += [
+            f'<section class="{"key-question" if q.number > 1 else "question"}">',
+            '<div class="lead">',  # the heading, the bank's line and the stem stay with part (a)
+            f"<h2>Question {q.number} (4 points). {html.escape(q.title)}</h2>",
+            f'<p class="bank">From the oral bank: {_inline_html(q.bank)}.</p>',
+            f'<p class="stem">{_inline_html(q.stem)}</p>',
+        ]
+        for n, p in enumerate(q.parts):
+            body += [
+                *(["</div>"] if n == 1 else []),
+                '<div class="key-part">',
+                f"<p><strong>({p.label}) [{points_text(p.points)}]</strong> {_inline_html(p.ask)}</p>",
+                f"<p><strong>Answer.</strong> {_inline_html(p.answer)}</p>",
+                "<table><tr><th>points</th><th>when</th></tr>",
+                f"<tr><td>{p.points}</td><td>{_inline_html(p.full)}</td></tr>",
+                f"<tr><td>{_half(p.points)}</td><td>{_inline_html(p.partial)}</td></tr>",
+                f"<tr><td>0</td><td>{_inline_html(p.none)}</td></tr>",
+                "</table>",
+                "</div>",
+            ]
+        body.append("</section>")
+    body.append(f'<p class="note">{_inline_html(NUMBERS)}</p>')
+    return _page(title, body)
+
+
+# --- printing --------------------------------------------------------------------------------------------
+
+
+def chromium() -> str | None:
+    """A headless Chromium on the PATH, or None (the PDFs are then left out)."""
+    return next(
+        (
+            shutil.which(n)
+            for n in ("chromium", "chromium-browser", "google-chrome")
+            if shutil.which(n)
+        ),
+        None,
+    )
+
+
+def print_pdf(page: Path, pdf: Path, browser: str, timeout: float = 120) -> bool:
+    """Print ``page`` (HTML) to ``pdf`` with headless Chromium and the page's own print style (A4);
+    whether it worked (a failure is reported on stderr, not raised: the PDF is optional)."""
+    with tempfile.TemporaryDirectory() as profile:
+        try:
+            done = subprocess.run(
+                [
+                    browser,
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--no-pdf-header-footer",
+                    f"--user-data-dir={profile}",
+                    f"--print-to-pdf={pdf}",
+                    page.resolve().as_uri(),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as err:
+            print(f"written_check: {browser} did not print {page.name}: {err}", file=sys.stderr)
+            return False
+    if done.returncode != 0 or not pdf.exists():
+        print(
+            f"written_check: {browser} did not print {page.name} (exit {done.returncode}): "
+            f"{done.stderr[-500:]}",
+            file=sys.stderr,
+        )
+        return False
+    return True
+
+
+def pdf_pages(pdf: Path) -> int | None:
+    """The page count of ``pdf`` by ``pdfinfo`` (poppler-utils), or None without it."""
+    if not shutil.which("pdfinfo"):
+        return None
+    done = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True, check=False)
+    m = re.search(r"^Pages:\s+(\d+)", done.stdout, re.M)
+    return int(m[1]) if m else None
+
+
+#: The most printed pages the students' sheet may take.
+MAX_PAGES = 2
+
+
+def build(out: Path = OUT, variant: int | None = None, pdf: bool = True) -> list[Path]:
+    """Write the sheet and its key into ``out`` (Markdown and HTML; PDF too when ``pdf`` and Chromium is
+    installed); return the files written."""
+    if not isinstance(out, Path):
+        raise TypeError(f"out must be a pathlib.Path, got {out!r} ({type(out).__name__})")
+    qs = questions(key(inputs(variant)))
+    out.mkdir(parents=True, exist_ok=True)
+    texts = (
+        sheet_md(qs, variant),
+        sheet_html(qs, variant),
+        key_md(qs, variant),
+        key_html(qs, variant),
+    )
+    written = []
+    for name, text in zip(FILES, texts):
+        (out / name).write_text(text, encoding="utf-8")
+        written.append(out / name)
+    for name in PDFS:
+        (out / name).unlink(missing_ok=True)  # no stale PDF of other inputs
+    browser = chromium() if pdf else None
+    if browser:
+        for page, name in zip((FILES[1], FILES[3]), PDFS):
+            if print_pdf(out / page, out / name, browser):
+                written.append(out / name)
+        pages = pdf_pages(out / PDFS[0]) if (out / PDFS[0]).exists() else None
+        if pages is not None and pages > MAX_PAGES:
+            print(
+                f"written_check: the sheet prints on {pages} pages, more than {MAX_PAGES}",
+                file=sys.stderr,
+            )
+    return written
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--variant", type=int, default=None, metavar="SEED", help="inputs drawn from SEED"
+    )
+    ap.add_argument(
+        "--out", type=Path, default=None, help="default: the problem sets' build folder"
+    )
+    ap.add_argument("--no-pdf", action="store_true", help="leave the PDFs out")
+    args = ap.parse_args(argv)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import problem_sets
+
+    out = args.out or problem_sets.variant_out(args.variant)
+    for path in build(out, args.variant, pdf=not args.no_pdf):
+        print(f"written_check: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
