@@ -20,7 +20,9 @@ offline, and measured:
 * the converted notebooks (Colab, the site's download, student copies) number figures, exercises and
   theorems as the built page does, and the site's *Download .ipynb* is that conversion, with outputs;
 * the handouts of lessons 1 and 5 and of lab 5 (``tools/handouts.py``), rendered as images: no page but
-  the last more than 30 % blank at its bottom, no printed table wider than the page (so none wraps).
+  the last more than 30 % blank at its bottom, no printed table wider than the page (so none wraps);
+  lesson 5's reading handout (``reading/``: no code cell's input) holds none of the code the full one
+  prints, keeps its figures with their captions, ``show_source``'s code and the explorer, and is shorter.
 
 The measures are written to ``_build/reader-report.json`` (the handouts' to
 ``_build/handout-report.json``); screenshots at both widths to ``_build/screenshots/reader/``.
@@ -353,6 +355,101 @@ def test_no_handout_page_is_more_than_30_percent_blank(handouts, page):
 def test_printed_tables_fit_the_page_without_wrapping(handouts, page):
     tables = handouts[page]["tables"]
     assert tables["not_fitting"] == [], tables["not_fitting"][:3]
+
+
+READING = "05_icl_linear_regression"
+# code cells whose input the site folds or removes: a handout leaves it out already
+FOLDED = {"hide-input", "hide-cell", "remove-cell", "remove-input", "exercise-check"}
+
+
+def code_cells(md: Path) -> list[tuple[dict, str]]:
+    """(metadata, source) of each code cell of a MyST notebook."""
+    import yaml
+
+    cells = []
+    for m in re.finditer(r"^```\{code-cell\}[^\n]*\n(.*?)^```$", md.read_text(), re.S | re.M):
+        body, meta = m.group(1), {}
+        if body.startswith("---\n"):
+            head, _, body = body[4:].partition("\n---\n")
+            meta = yaml.safe_load(head) or {}
+        elif body.startswith(":tags:"):
+            head, _, body = body.partition("\n")
+            meta = {"tags": [t.strip() for t in head.split(":", 2)[2].strip(" []").split(",")]}
+        cells.append((meta, body))
+    return cells
+
+
+def squeeze(text: str) -> str:
+    """Text without white space, so that a line wrapped by the print or by pdftotext still matches."""
+    return re.sub(r"\s+", "", text)
+
+
+@pytest.fixture(scope="module")
+def reading_handout(built_book, tmp_path_factory):
+    """Lesson 5's reading handout (``reading/05_...pdf``: the lesson without its code cells' input),
+    printed from the built site: its text, pages' blank fractions and footer title."""
+    import subprocess
+
+    import handouts as tool
+
+    if not poppler():
+        pytest.fail("pdftoppm/pdftotext are needed: apt-get install -y poppler-utils")
+    _, _, stage = built_book
+    out = tmp_path_factory.mktemp("reading")
+    titles = tool.handout_pages(ROOT)
+    assert READING in tool.reading_pages(ROOT)
+    (done,) = tool.print_pages(stage / "_build" / "html", [READING], out, titles, reading=True)
+    assert done["pdf"] == out / "reading" / f"{READING}.pdf"
+    text = subprocess.run(["pdftotext", str(done["pdf"]), "-"],
+                          capture_output=True, text=True, check=True).stdout  # fmt: skip
+    return {
+        **done,
+        "text": text,
+        "blank": tool.blank_fractions(done["pdf"]),
+        "title": titles[READING],
+    }
+
+
+def test_the_reading_handout_prints_the_lesson_without_its_code(handouts, reading_handout):
+    """Lesson 5's reading handout holds none of the lines of code its full handout prints (the code
+    cells the page shows unfolded), but every figure with its caption, the library code that
+    ``show_source`` prints and the explorer's picture; it is shorter than the full handout, no page but
+    the last is more than 30 % blank, and its footer says it is the reading handout."""
+    import subprocess
+
+    full = subprocess.run(["pdftotext", str(handouts[READING]["pdf"]), "-"],
+                          capture_output=True, text=True, check=True).stdout  # fmt: skip
+    full, reading = squeeze(full), squeeze(reading_handout["text"])
+    cells = code_cells(ROOT / "book" / f"{READING}.md")
+    shown = [body for meta, body in cells if not FOLDED & set(meta.get("tags", []))]
+    lines = [
+        squeeze(line)[:40] for body in shown for line in body.splitlines()
+        if len(line.strip()) >= 20 and not line.strip().startswith("#")
+    ]  # fmt: skip
+    assert len(lines) >= 10, f"{READING}: few shown lines of code to look for: {lines}"
+    printed = [line for line in lines if line in full]
+    assert len(printed) >= 0.8 * len(lines), (
+        f"the full handout misses lines of its shown code: {sorted(set(lines) - set(printed))[:5]}"
+    )
+    leaked = [line for line in lines if line in reading]
+    assert not leaked, f"code printed in the reading handout: {leaked[:5]}"
+    # what the cells print stays: each figure's caption (its words before the first formula), the
+    # library code of show_source, the explorer's picture with its note
+    captions = [meta["mystnb"]["figure"]["caption"] for meta, _ in cells
+                if meta.get("mystnb", {}).get("figure", {}).get("caption")]  # fmt: skip
+    assert len(captions) >= 2
+    for caption in captions:
+        opening = squeeze(" ".join(caption.split("$")[0].split()[:8]))
+        assert opening in full and opening in reading, f"caption missing: {caption[:60]}"
+    assert reading.count("Fig.5.") == full.count("Fig.5.") > 0
+    assert "definfinite_prompt_risk(" in reading, "show_source's library code is missing"
+    assert "show_source(" not in reading
+    assert "Explorershownat" in reading
+    pages, full_pages = len(reading_handout["blank"]), len(handouts[READING]["blank"])
+    assert pages < full_pages, f"the reading handout has {pages} pages, the full one {full_pages}"
+    over = {n: round(b, 2) for n, b in enumerate(reading_handout["blank"][:-1], 1) if b > 0.30}
+    assert not over, f"reading handout: pages more than 30 % blank (of {pages}): {over}"
+    assert squeeze(reading_handout["title"] + " (reading)") in reading
 
 
 NOTEBOOKS = [str(p.relative_to(ROOT).with_suffix("")) for p in notebook_chapters(ROOT)]

@@ -1,8 +1,9 @@
 #!/usr/bin/env python
-"""Print the chain of results, every lesson and every lab of the built site to PDF handouts, with
-headless Chromium (no TeX).
+"""Print the chain of results, every lesson and every lab of the built site to PDF handouts, and every
+lesson again without its code (a reading handout), with headless Chromium (no TeX).
 
-    python tools/handouts.py                  # the chain, every lesson and lab -> _build/handouts/
+    python tools/handouts.py                  # all of them, reading handouts too -> _build/handouts/
+    python tools/handouts.py reading/03_concentration  # lesson 3's reading handout alone
     python tools/handouts.py chain_of_results # the chain of results alone (two pages)
     python tools/handouts.py run_sheets       # the run sheets alone (a page per session)
     python tools/handouts.py 05_icl_linear_regression labs/05_icl_linear_regression --measure
@@ -10,12 +11,17 @@ headless Chromium (no TeX).
 
 ``make handouts`` runs this after building the site when there is none (``make book``). The chain of
 results (``book/chain_of_results.md``, the course's one-page summary) prints to ``chain_of_results.pdf``,
-a lesson's handout to ``NN_name.pdf``, its lab's to ``labs/NN_name.pdf``. Each page is opened offline, MathJax and the
-explorers are waited for, and Chromium prints it with the site's print style
-(``book/_ext/static/book_site.css``: the article only, no sidebars, header or buttons; figures with
-their captions, equations and explorers kept whole; explorers at their default picture, without
-controls; folded code and solutions left out), on A4 with the page's title and page numbers in the
-footer. Before printing, at the width of the printed page:
+a lesson's handout to ``NN_name.pdf``, its lab's to ``labs/NN_name.pdf``. A lesson's reading handout
+(``reading/NN_name``, to read before its session) prints to ``reading/NN_name.pdf``: the same page
+printed the same way, but without the input of any code cell (``READING_CSS``, for the page's root
+marked ``softlin-reading``); what the cells print stays: text, tables, figures with their captions, the
+library code that ``show_source`` shows, the explorers. Its footer says "(reading)" after the title.
+
+Each page is opened offline, MathJax and the explorers are waited for, and Chromium prints it with the
+site's print style (``book/_ext/static/book_site.css``: the article only, no sidebars, header or
+buttons; figures with their captions, equations and explorers kept whole; explorers at their default
+picture, without controls; folded code and solutions left out), on A4 with the page's title and page
+numbers in the footer. Before printing, at the width of the printed page:
 
 * printed tables (text outputs whose columns are aligned by spaces, and tables that cells print) get a
   font small enough that no column wraps (``softlinFitPrint`` of ``softlin-reader.js``, which also runs
@@ -233,6 +239,22 @@ RESTORE_BY_TEXT_JS = r"""
 }
 """.replace("FIND_JS", FIND_JS)
 
+# A reading handout (print_pages(..., reading=True)): the page's root gets the class softlin-reading and
+# this style, which leaves out every code cell's input (its code, folded or not) and a cell that prints
+# nothing; a cell's output (printed text and tables, figures with their captions, show_source's library
+# code, explorers) stays, printed as in the full handout. Added here rather than in the site's
+# book_site.css, so that any built site prints it without a rebuild.
+READING_CLASS = "softlin-reading"
+READING_CSS = """
+@media print {
+  html.softlin-reading div.cell > div.cell_input,
+  html.softlin-reading div.cell > details.above-input,
+  html.softlin-reading div.cell:not(:has(> div.cell_output)) { display: none !important; }
+}
+"""
+#: The folder of the reading handouts, and the prefix that names one on the command line.
+READING = "reading"
+
 FOOTER = (
     '<div style="font-size:8px; width:100%; margin:0 12mm; color:#555; display:flex; '
     'justify-content:space-between;"><span>{title}</span>'
@@ -249,10 +271,14 @@ def chromium() -> str:
     )
 
 
-def print_pages(site: Path, pages: list[str], out: Path, titles: dict[str, str]) -> list[dict]:
+def print_pages(
+    site: Path, pages: list[str], out: Path, titles: dict[str, str], reading: bool = False
+) -> list[dict]:
     """Print each page (``01_measure_view``, ``labs/01_measure_view``) of the site to ``out``; return,
     per page, {pdf, seconds, changes (what the pagination shrank or moved), tables (how many printed
-    tables, and those that do not fit the printed column)}."""
+    tables, and those that do not fit the printed column), blank (each printed page's blank fraction)}.
+    With ``reading``, each is printed without its code cells' input (``READING_CSS``) to
+    ``out/reading/NAME.pdf``, "(reading)" after its title in the footer."""
     from playwright.sync_api import sync_playwright
 
     width = round((PAPER["width"] - MARGIN["left"] - MARGIN["right"]) * MM)
@@ -277,6 +303,9 @@ def print_pages(site: Path, pages: list[str], out: Path, titles: dict[str, str])
             page.goto(page_file.as_uri(), wait_until="load")
             page.wait_for_function(READY_JS, timeout=60_000)
             page.emulate_media(media="print")
+            if reading:
+                page.add_style_tag(content=READING_CSS)
+                page.evaluate("(c) => document.documentElement.classList.add(c)", READING_CLASS)
             # Every web font now, not when the first print asks for it: a font that arrives during a
             # print changes the layout after it was measured.
             page.evaluate(LOAD_FONTS_JS)
@@ -284,10 +313,11 @@ def print_pages(site: Path, pages: list[str], out: Path, titles: dict[str, str])
             tables = page.evaluate(TABLES_JS)
             page.evaluate(SETUP_JS, [height, MIN_SCALE])
             changes = []
-            target = out / f"{name}.pdf"
+            target = out / READING / f"{name}.pdf" if reading else out / f"{name}.pdf"
             target.parent.mkdir(parents=True, exist_ok=True)
+            title = f"{titles[name]} (reading)" if reading else titles[name]
 
-            def pdf(page=page, target=target, title=titles[name]):
+            def pdf(page=page, target=target, title=title):
                 print_pdf(page, target, title)
 
             # Print, find the first page (the last apart) more than MAX_BLANK blank, shrink the block
@@ -413,6 +443,11 @@ def handout_pages(root: Path = ROOT) -> dict[str, str]:
     return titles
 
 
+def reading_pages(root: Path = ROOT) -> list[str]:
+    """The pages that get a reading handout: every lesson (``01_measure_view``), in reading order."""
+    return [page_name(md) for md in notebook_chapters(root) if is_lesson(md)]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -420,7 +455,8 @@ def main(argv=None) -> int:
     ap.add_argument(
         "pages",
         nargs="*",
-        help="pages, e.g. chain_of_results 01_measure_view labs/01_measure_view (default: all)",
+        help="pages, e.g. chain_of_results 01_measure_view labs/01_measure_view "
+        f"{READING}/01_measure_view (a lesson's reading handout); default: all, reading handouts too",
     )
     ap.add_argument("--site", type=Path, default=ROOT / "_build" / "stage" / "_build" / "html")
     ap.add_argument("--out", type=Path, default=ROOT / "_build" / "handouts")
@@ -429,13 +465,19 @@ def main(argv=None) -> int:
     )
     args = ap.parse_args(argv)
     titles = handout_pages(ROOT)
-    pages = args.pages or list(titles)
-    unknown = [s for s in pages if s not in titles]
+    readings = [f"{READING}/{name}" for name in reading_pages(ROOT)]
+    pages = args.pages or list(titles) + readings
+    unknown = [s for s in pages if s not in titles and s not in readings]
     if unknown:
-        ap.error(f"unknown pages {unknown}; known: {list(titles)}")
+        ap.error(f"unknown pages {unknown}; known: {list(titles) + readings}")
     args.out.mkdir(parents=True, exist_ok=True)
+    site, out = args.site.resolve(), args.out.resolve()
+    full = [s for s in pages if s in titles]
+    read = [s.removeprefix(f"{READING}/") for s in pages if s in readings]
+    printed = print_pages(site, full, out, titles) if full else []
+    printed += print_pages(site, read, out, titles, reading=True) if read else []
     failed = False
-    for done in print_pages(args.site.resolve(), pages, args.out.resolve(), titles):
+    for done in printed:
         target, changes, tables = done["pdf"], done["changes"], done["tables"]
         line = f"{target}: {target.stat().st_size / 1e6:.2f} MB in {done['seconds']:.1f} s"
         if tables["not_fitting"]:
