@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Grade a folder of submissions of one problem set with otter, and write a gradebook and feedback that
-students may see (points and the checks' messages, never the hidden tests' code).
+students may see (points, the failed public checks' messages, and only how many hidden checks failed).
 
 Shipped beside the built problem sets (``_build/problem-sets/grade_all.py``, by ``make problem-sets``),
 so that it runs without the book's repository: run it with the Python where otter-grader 7.0.0 and the
@@ -19,8 +19,21 @@ For each submission FILE.ipynb it runs ``otter run -a NAME/autograder/autograder
   ``auto_awarded``, ``auto_possible``, ``manual_awarded`` (empty: the grader's sum of the hand-graded
   points), ``manual_possible`` and ``total_possible``. The questions, their points and which are graded
   by hand come from ``NAME/questions.json``, written by the build;
-* ``OUT/feedback/FILE.md``: the same points, and for each failed check its message (the sentence the set
-  wrote for it: what is wrong, never the test), to return to the student.
+* ``OUT/feedback/FILE.md``, to return to the student: per question, the points; the messages of its
+  failed public checks (the sentence the set wrote for each, never the test's code), which the student
+  could already read by running ``grader.check`` in the notebook; and how many of its hidden checks
+  failed, nothing more: a hidden check's message states its inputs and expected values (e.g. "C is about
+  3.81 for ..."), which would let a student pass it without solving the question (:func:`feedback`).
+
+Public and hidden are told apart by otter's own results (``results.json``): its "Public Tests" entry
+summarises the public test cases only (otter's ``summary(public_only=True)``: the checks in the student
+notebook), while each question's entry, which carries the points, lists every case, public and hidden,
+under the same case names (``q2 - 3``). A failed case of a question's entry is public when the "Public
+Tests" entry lists it as failed too, and its message is taken from there; every other failed case is
+hidden and only counted. Without a "Public Tests" entry every failure counts as hidden.
+
+The messages of every check, hidden ones included, are for the grader: otter's ``results.json`` (kept in
+``OUT/results/``) and ``tools/problem_sets.py``'s rubric.md show them.
 """
 
 from __future__ import annotations
@@ -66,25 +79,66 @@ def run_otter(autograder: Path, submission: Path, results: Path) -> dict:
     return json.loads(found.read_text())
 
 
-def feedback(results: dict) -> tuple[dict[str, tuple[float, float]], dict[str, list[str]]]:
-    """({question: (points, possible)}, {question: messages of its failed checks}) from otter's results:
-    the hidden checks' entries carry the points; a check's message is kept when its result says it
-    failed, and no other line of the output (the output quotes the tests' code)."""
-    points, failed = {}, {}
-    for test in results["tests"]:
-        if test.get("max_score") is None:  # "Public Tests": no points, and the same messages
+#: The entry of otter's results that summarises the public test cases only (``visibility: visible``).
+PUBLIC = "Public Tests"
+
+
+def _cases(output: str) -> dict[str, tuple[str, bool, str | None]]:
+    """The test cases an otter summary (a ``results.json`` entry's ``output``) lists: ``{case name
+    ("q2 - 3"): (question, failed, message)}``, the message being the case's failure message (or
+    success message) as otter printed it, or None. A summary that says "All test cases passed!" lists
+    no case. Only the summary's own lines are read: its "message" and "result" lines, and the line
+    after each "result" line (passed or failed); the tests' code and tracebacks are not kept."""
+    cases, lines = {}, output.splitlines()
+    messages: dict[str, str] = {}
+    for k, line in enumerate(lines):
+        m = MESSAGE.match(line)
+        if m:
+            text = [m[3].strip()]
+            for more in lines[k + 1 :]:  # a message of several lines runs to the next blank line
+                if not more.strip() or MESSAGE.match(more) or RESULT.match(more):
+                    break
+                text.append(more.strip())
+            messages[f"{m[1]} - {m[2]}"] = " ".join(text)
+            continue
+        r = RESULT.match(line)
+        if r:
+            case = f"{r[1]} - {r[2]}"
+            after = next((x for x in lines[k + 1 :] if x.strip()), "")
+            cases[case] = (r[1], "failed" in after, messages.get(case))
+    return cases
+
+
+def feedback(
+    results: dict,
+) -> tuple[dict[str, tuple[float, float]], dict[str, list[str | None]], dict[str, int]]:
+    """What a student may see of otter's ``results`` (its results.json): ``({question: (points,
+    possible)}, {question: messages of its failed public checks}, {question: how many of its hidden
+    checks failed})``. A failed public check without a message gives None in its list.
+
+    The questions' entries (those with a ``max_score``) carry the points and list every test case; the
+    "Public Tests" entry (:data:`PUBLIC`) lists the public ones only, under the same names. A failed case
+    is public when the "Public Tests" entry lists it as failed, and its message is taken from that entry
+    alone; any other failed case is hidden, and only counted (its message states the hidden inputs and
+    expected values). Without a "Public Tests" entry, every failed case counts as hidden."""
+    tests = results.get("tests", [])
+    public = next((t for t in tests if t.get("name") == PUBLIC), None)
+    public_cases = _cases(public.get("output", "")) if public else {}
+    points, public_failed, hidden_failed = {}, {}, {}
+    for test in tests:
+        if test.get("max_score") is None:  # "Public Tests" and otter's notices: no points
             continue
         q = test["name"]
         points[q] = (float(test.get("score") or 0.0), float(test["max_score"]))
-        messages, lines = {}, test.get("output", "").splitlines()
-        for k, line in enumerate(lines):
-            m = MESSAGE.match(line)
-            if m:
-                messages[m[2]] = m[3].strip()
-            r = RESULT.match(line)
-            if r and k + 1 < len(lines) and "failed" in lines[k + 1] and r[2] in messages:
-                failed.setdefault(q, []).append(messages[r[2]])
-    return points, failed
+        for case, (_, failed, _) in _cases(test.get("output", "")).items():
+            if not failed:
+                continue
+            seen = public_cases.get(case)
+            if seen is not None and seen[1]:
+                public_failed.setdefault(q, []).append(seen[2])
+            else:
+                hidden_failed[q] = hidden_failed.get(q, 0) + 1
+    return points, public_failed, hidden_failed
 
 
 #: Each set's questions, in its order, with their points and whether they are graded by hand: written
@@ -151,7 +205,21 @@ def write_gradebook(path: Path, questions: list[dict], rows: list[tuple[str, dic
             writer.writerow(gradebook_row(file, questions, awarded))
 
 
-def write_feedback(path: Path, name: str, submission: str, points: dict, failed: dict) -> None:
+def _checks(n: int, kind: str) -> str:
+    return f"{n} {kind} check" + ("" if n == 1 else "s")
+
+
+def write_feedback(
+    path: Path,
+    name: str,
+    submission: str,
+    points: dict[str, tuple[float, float]],
+    public_failed: dict[str, list[str | None]],
+    hidden_failed: dict[str, int],
+) -> None:
+    """The student's feedback file ``path`` (Markdown), from :func:`feedback`'s three parts: per
+    question its points, how many public and hidden checks failed, and the failed public checks'
+    messages; never a hidden check's message."""
     got = sum(p for p, _ in points.values())
     possible = sum(m for _, m in points.values())
     lines = [
@@ -159,13 +227,35 @@ def write_feedback(path: Path, name: str, submission: str, points: dict, failed:
         "",
         f"Autograded points: {got:g} of {possible:g} (the questions graded by hand come separately).",
         "",
-        "| question | points |",
-        "|---|---|",
-        *(f"| {q} | {p:g} of {m:g} |" for q, (p, m) in points.items()),
+        "| question | points | public checks failed | hidden checks failed |",
+        "|---|---|---|---|",
+        *(
+            f"| {q} | {p:g} of {m:g} | {len(public_failed.get(q, []))} | {hidden_failed.get(q, 0)} |"
+            for q, (p, m) in points.items()
+        ),
         "",
     ]
-    for q, messages in failed.items():
-        lines += [f"**{q}**: a check failed.", *(f"- {text}" for text in messages), ""]
+    if public_failed or hidden_failed:
+        lines += [
+            'The public checks are those in your notebook: `grader.check("q1")` runs question q1\'s. '
+            "The hidden checks try other inputs; only how many of them failed is given here.",
+            "",
+        ]
+    for q in points:
+        public, hidden = public_failed.get(q, []), hidden_failed.get(q, 0)
+        if not public and not hidden:
+            continue
+        p, m = points[q]
+        lines += [f"**{q}** ({p:g} of {m:g} points):", ""]
+        if public:
+            lines += [f"{_checks(len(public), 'public')} failed:", ""]
+            lines += [
+                f"- {text}" if text else f'- (no message: run `grader.check("{q}")` to see it)'
+                for text in public
+            ]
+            lines.append("")
+        if hidden:
+            lines += [f"{_checks(hidden, 'hidden')} failed.", ""]
     path.write_text("\n".join(lines))
 
 
@@ -190,8 +280,17 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     (args.out / "feedback").mkdir(parents=True, exist_ok=True)
     for f in files:
-        points, failed = feedback(run_otter(autograder, f, args.out / "results" / f.stem))
-        write_feedback(args.out / "feedback" / f"{f.stem}.md", args.name, f.name, points, failed)
+        points, public_failed, hidden_failed = feedback(
+            run_otter(autograder, f, args.out / "results" / f.stem)
+        )
+        write_feedback(
+            args.out / "feedback" / f"{f.stem}.md",
+            args.name,
+            f.name,
+            points,
+            public_failed,
+            hidden_failed,
+        )
         rows.append((f.name, {q: p for q, (p, _) in points.items()}))
         total = sum(p for p, _ in points.values())
         print(f"{f.name}: {total:g} of {sum(m for _, m in points.values()):g} autograded points")

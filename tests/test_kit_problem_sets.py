@@ -30,6 +30,10 @@ graded locally without Docker.
   manual_possible and total_possible: no column shows points possible under a name without "_possible".
   The shipped grade_all.py writes the same header and points (its functions write both CSVs; the
   set's questions come from the build's questions.json).
+* The shipped grade_all.py's feedback gives per question the points, the failed public checks' messages
+  and only how many hidden checks failed: none of the hidden checks' messages (they state hidden inputs
+  and expected values), told apart by otter's "Public Tests" entry (checked against the autograder's
+  own hidden flags).
 * ``autograder.zip`` lists torch, scipy and softlin (at the commit the set installs) among its
   requirements, for Gradescope, which builds its own environment from the zip.
 * The site hosts the student versions and nothing else of the sets (``problem_sets.publish``, run by
@@ -699,10 +703,154 @@ def test_grade_all_writes_a_gradebook_and_feedback_without_the_tests(built, tmp_
     assert [r[1:] for r in ours[1:]] == [r[1:] for r in theirs[1:]], (ours, theirs)
     assert [r[0] for r in ours[1:]] == ["blank.ipynb", "solution.ipynb"]
     blank = (out / "feedback" / "blank.md").read_text()
-    assert "a check failed" in blank and "0 of" in blank, blank
+    assert "public checks failed:" in blank and "hidden checks failed." in blank, blank
+    assert "0 of" in blank, blank
     for text in (blank, (out / "feedback" / "solution.md").read_text()):
         assert not re.search(r"\bassert\b|Trying:|Traceback|_quad|torch\.", text), text
-    assert "a check failed" not in (out / "feedback" / "solution.md").read_text()
+        for message in _hidden_messages(built, name):  # the blank copy fails every hidden check
+            assert message not in text, message
+    solution = (out / "feedback" / "solution.md").read_text()
+    assert not re.search(r"checks? failed[.:]", solution) and "| 0 | 0 |" in solution, solution
+    # the README and grade_all's docstring say what the feedback holds
+    assert "only how many hidden checks failed" in (built / "README.md").read_text()
+
+
+def _autograder_cases(built: Path, name: str) -> dict[str, dict]:
+    """The test cases of set ``name``'s autograder.zip, by otter's case name ("q2 - 6"): each case's
+    ``hidden`` flag and ``failure_message``, read from the zip's tests/qN.py (the autograder's own)."""
+    import ast
+
+    cases = {}
+    with zipfile.ZipFile(built / name / "autograder" / "autograder.zip") as z:
+        for file in z.namelist():
+            if not re.fullmatch(r"tests/\w+\.py", file):
+                continue
+            tree = ast.parse(z.read(file).decode())
+            test = next(
+                ast.literal_eval(node.value)
+                for node in tree.body
+                if isinstance(node, ast.Assign) and node.targets[0].id == "test"
+            )
+            flat = [case for suite in test["suites"] for case in suite["cases"]]
+            for k, case in enumerate(flat, 1):
+                cases[f"{test['name']} - {k}"] = case
+    return cases
+
+
+def _hidden_messages(built: Path, name: str) -> list[str]:
+    cases = _autograder_cases(built, name).values()
+    found = [str(c.get("failure_message") or "").strip() for c in cases if c.get("hidden")]
+    assert found and all(found), (name, found)
+    return found
+
+
+@pytest.mark.book
+def test_grade_all_feedback_counts_the_hidden_checks_and_quotes_none(built, tmp_path):
+    """A submission that fails hidden checks (set 2: the Gaussian constant for Gamma tokens in question
+    1, the centred queries' constant in question 2): its feedback quotes the failed public checks'
+    messages (the student's notebook holds them) and none of the hidden checks' messages (taken from the
+    autograder's tests), and states how many hidden checks failed per question (counted again from
+    otter's results.json with the autograder's hidden flags)."""
+    import subprocess
+    import sys
+
+    name = "ps2_concentration"
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    nb = json.loads((built / name / "autograder" / f"{name}.ipynb").read_text())
+    for label in (
+        "ps2 Gaussian constant for Exp(1) tokens",
+        "ps2 the centred queries' constant, no mean",
+    ):
+        _, _, starts, source = WRONG[label]
+        hits = [c for c in nb["cells"] if "".join(c["source"]).startswith(starts)]
+        assert len(hits) == 1, label
+        hits[0]["source"] = source
+    (subs / "wrong.ipynb").write_text(json.dumps(nb))
+    out = tmp_path / "graded"
+    done = subprocess.run(
+        [sys.executable, str(built / "grade_all.py"), name, str(subs), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    text = (out / "feedback" / "wrong.md").read_text()
+    cases = _autograder_cases(built, name)
+    for message in _hidden_messages(built, name):
+        assert message not in text, message
+    results = json.loads((out / "results" / "wrong" / "results.json").read_text())
+    failed = {}  # question: (public failed cases, hidden failed cases), by the autograder's flags
+    for entry in results["tests"]:
+        if entry.get("max_score") is None:
+            continue
+        lines = entry["output"].splitlines()
+        for k, line in enumerate(lines[:-1]):
+            m = re.match(r"^\s*(\w+ - \d+) result:\s*$", line)
+            if m and "failed" in lines[k + 1]:
+                pub, hid = failed.setdefault(entry["name"], ([], []))
+                (hid if cases[m[1]].get("hidden") else pub).append(m[1])
+    assert failed["q1"][1] and failed["q2"][1], failed  # hidden checks fail on both questions
+    rows = {r.split("|")[1].strip(): r for r in text.splitlines() if re.match(r"^\| q\d", r)}
+    for q, (pub, hid) in failed.items():
+        cells = [c.strip() for c in rows[q].strip().strip("|").split("|")]
+        assert cells[2:] == [str(len(pub)), str(len(hid))], (q, cells, pub, hid)
+        n = len(hid)
+        assert f"{n} hidden check{'' if n == 1 else 's'} failed." in text, (q, n, text)
+        for case in pub:  # the failed public checks' messages are quoted: the notebook shows them
+            assert f"- {cases[case]['failure_message'].strip()}" in text, case
+    # the hidden checks' inputs do not leak by another route either: none of their code's numbers
+    for case in cases.values():
+        if case.get("hidden"):
+            for line in case["code"].splitlines():
+                if len(line.strip()) > 30:
+                    assert line.strip().lstrip(">. ") not in text, line
+
+
+def test_feedback_keeps_only_the_public_checks_messages():
+    """grade_all.feedback on otter's results: a failed case is public when the "Public Tests" entry lists
+    it as failed (its message comes from there); any other failed case is hidden and only counted,
+    also when every public check passed; without a "Public Tests" entry, every failure is hidden."""
+    feedback = problem_sets.grade_all_module().feedback
+
+    def case(q, k, failed, message=None):
+        head = f"    {q} - {k} message: {message}\n\n" if message else ""
+        result = "❌ Test case failed" if failed else "✅ Test case passed"
+        return f"{head}    {q} - {k} result:\n        {result}\n        Trying:\n            x = 3.14159\n"
+
+    public = {
+        "name": "Public Tests",
+        "visibility": "visible",
+        "output": "q1 results:\n"
+        + case("q1", 1, True, "public one")
+        + case("q1", 2, False)
+        + "\nq2 results: All test cases passed!",
+    }
+    q1 = {
+        "name": "q1",
+        "score": 0.5,
+        "max_score": 1.5,
+        "visibility": "hidden",
+        "output": "q1 results:\n"
+        + case("q1", 1, True, "public one")
+        + case("q1", 2, False)
+        + case("q1", 3, True, "hidden: C is about 3.8074826329")
+        + case("q1", 4, True),
+    }
+    q2 = {
+        "name": "q2",
+        "score": 0,
+        "max_score": 1,
+        "visibility": "hidden",
+        "output": "q2 results:\n" + case("q2", 1, False) + case("q2", 2, True, "hidden: 5/(27λ²)"),
+    }
+    points, public_failed, hidden_failed = feedback({"tests": [public, q1, q2]})
+    assert points == {"q1": (0.5, 1.5), "q2": (0.0, 1.0)}
+    assert public_failed == {"q1": ["public one"]}
+    assert hidden_failed == {"q1": 2, "q2": 1}
+    points, public_failed, hidden_failed = feedback({"tests": [q1, q2]})
+    assert public_failed == {} and hidden_failed == {"q1": 3, "q2": 1}
 
 
 def test_a_variant_has_other_numbers_and_its_solution_gets_full_marks(built, tmp_path_factory):
@@ -1025,6 +1173,12 @@ def test_the_oral_check_bank_is_built_beside_the_rubrics_and_not_on_the_site(bui
         assert (built / file).exists(), file
         assert file in (built / "README.md").read_text(), file
     assert "VARIANT=SEED" in (built / "README.md").read_text()  # the default key is public
+    # ... and its generator, for a private seed without the repository (test_kit_written_check.py runs it)
+    shipped = (ROOT / "tools" / "written_check.py").read_bytes()
+    assert (built / "written_check.py").read_bytes() == shipped
+    readme = (built / "README.md").read_text()
+    assert "`python written_check.py --seed SEED` in this folder" in readme
+    assert "pick a private seed (eight digits" in readme and "never hand out the default" in readme
     rows = [line for line in bank.splitlines() if re.match(r"^\| [123] \|", line)]
     assert [r[2] for r in rows] == list("111222333"), rows
     for row in rows:

@@ -14,14 +14,23 @@ answer key.
 * Inputs: the default's are numbers other than the bank's printed follow-ups; a variant's are drawn from
   its seed, the same on every call, and every number of the key differs from the default key's (seed 7
   among others), with set 1's Gamma shape other than the variant's problem set 1's.
+* Without the repository: the build folder's copy of written_check.py (``problem_sets.add_written_check``,
+  which ``make problem-sets`` runs), run in an empty folder with ``--seed 7`` and only lib/ on the path
+  (as the folder's softlin wheel gives; no tools/, and a ``problem_sets`` there fails on import), writes
+  the same sheet and key as the build of variant 7 (byte-identical Markdown and HTML); it draws set 1's
+  shape as ``problem_sets.parameters`` does (one implementation, ``written_check.set_draws``).
 * Errors name the argument, what was received and what was expected.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import re
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import problem_sets
 import pytest
@@ -224,3 +233,72 @@ def test_bad_arguments_name_themselves(tmp_path):
         written_check.inputs(True)
     with pytest.raises(TypeError, match=r"out must be a pathlib.Path.*str"):
         written_check.build(str(tmp_path), None, pdf=False)
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _standalone(folder: Path, *args: str) -> subprocess.CompletedProcess:
+    """Run ``folder/written_check.py`` in ``folder`` with only lib/ on the path, as a wheel install gives:
+    no tools/ (and a ``problem_sets`` beside it that fails on import)."""
+    (folder / "problem_sets.py").write_text(
+        'raise ImportError("the shipped written_check.py imports problem_sets")\n'
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")}
+    env["PYTHONPATH"] = str(ROOT / "lib")
+    return subprocess.run(
+        [sys.executable, str(folder / "written_check.py"), *args],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def test_the_shipped_generator_writes_a_seed_s_check_without_the_repository(tmp_path):
+    built = tmp_path / "problem-sets-variant-7"  # what `make problem-sets VARIANT=7` writes for it
+    written = problem_sets.add_written_check(built, 7)
+    assert built / "written_check.py" in written
+    assert (built / "written_check.py").read_bytes() == Path(written_check.__file__).read_bytes()
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copyfile(built / "written_check.py", alone / "written_check.py")
+    done = _standalone(alone, "--seed", "7")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "fewer than eight digits" in done.stderr  # a short seed is easy to guess
+    out = alone / "written-check-7"  # the default --out: beside the script
+    for name in written_check.FILES:
+        assert (out / name).read_bytes() == (built / name).read_bytes(), name
+    pdfs = [name for name in written_check.PDFS if (built / name).exists()]
+    assert [name for name in written_check.PDFS if (out / name).exists()] == pdfs
+    # and --out DIR, with the PDFs left out
+    done = _standalone(alone, "--seed", "7", "--out", "elsewhere", "--no-pdf")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (alone / "elsewhere" / "written-check-key.md").read_bytes() == (
+        built / "written-check-key.md"
+    ).read_bytes()
+
+
+def test_the_shipped_generator_needs_a_seed_and_names_a_bad_one(tmp_path):
+    shutil.copyfile(written_check.__file__, tmp_path / "written_check.py")
+    done = _standalone(tmp_path)
+    assert done.returncode == 2 and "argument --seed: got none, expected an integer" in done.stderr
+    done = _standalone(tmp_path, "--seed", "seven")
+    assert done.returncode == 2, done.stderr
+    assert re.search(r"argument --seed.*got 'seven', expected an integer", done.stderr), done.stderr
+    assert not list(tmp_path.glob("written-check*"))
+
+
+@pytest.mark.parametrize("seed", [None, 1, 7, 2025, 12345678])
+def test_set_1_s_shape_is_drawn_once_for_the_sets_and_the_check(seed):
+    """The sets' inputs start with written_check.set_draws (one implementation): the shape the written
+    check avoids is the variant's problem set 1's."""
+    shape = problem_sets.parameters(seed)["ps1_measures"]["shape"]
+    if seed is None:
+        assert shape == 1
+    else:
+        assert written_check.set_1_shape(seed) == shape in (2, 3)
+        assert written_check.inputs(seed)["ps1"]["k"] != shape
+    assert problem_sets.DEFAULT_RATE == written_check.DEFAULT_RATE

@@ -46,7 +46,7 @@ the lessons do; outside git the sources' ``@main`` stays.
 This script also adds ``psN_name/rubric.md`` (points per question, the manual questions' model answers
 and rubrics), ``psN_name/questions.json`` (the questions, their points and which are graded by hand, which
 the shipped ``grade_all.py`` reads), ``README.md``, ``student-versions.zip``, the oral bank
-``oral-checks.md`` and ``grade_all.py`` (from ``course/``). ``otter assign`` runs every test against the
+``oral-checks.md``, ``grade_all.py`` (from ``course/``) and ``written_check.py`` (from ``tools/``). ``otter assign`` runs every test against the
 solution notebook, so a set whose solution fails its own tests does not build.
 
 **The written check.** ``tools/written_check.py`` (:func:`written_check.build`, run by :func:`main`)
@@ -58,7 +58,11 @@ question on the bank's scale, 0 to 2 and 0 to 2), with their PDFs where headless
 (optional: the build does not need it). The default build's inputs are fixed numbers other than the bank's
 printed follow-ups; a variant's are drawn from its seed, by a stream of their own (the sets' numbers do
 not change), and every number of a variant's key differs from the default key's, so the public default
-key does not answer a variant's check. The build folder's README.md says so.
+key does not answer a variant's check. The build folder's README.md says so. The generator ships too
+(:func:`add_written_check`): ``written_check.py`` beside the sets, which run there with ``--seed SEED``
+(the folder's softlin wheel installed, no repository) writes the same sheet and key as ``--variant SEED``
+builds; set 1's first draws live in it (:func:`written_check.set_draws`, imported by :func:`_inputs`), so
+that the copy draws the variant's set 1 shape, which its check avoids, as this script does.
 
 The site hosts the student versions, and only them (:func:`publish`, which ``tools/build_book.py`` runs
 after the Sphinx build): ``<site>/problem-sets/psN_name.ipynb`` and ``student-versions.zip``, listed on
@@ -76,7 +80,10 @@ graded by hand with the rubric (the JSON line's ``manual_possible``). ``--csv FI
 empty column for each question graded by hand, then ``auto_awarded``, ``auto_possible``, an empty
 ``manual_awarded``, ``manual_possible`` and ``total_possible``. The shipped ``grade_all.py`` writes the
 same columns: the functions that write them live there (it must run without the repository) and
-:func:`write_gradebook` imports them (:func:`grade_all_module`).
+:func:`write_gradebook` imports them (:func:`grade_all_module`). ``--grade`` prints for the grader only
+(points, no check's message); the feedback for students is ``grade_all.py``'s: per question the points,
+the failed public checks' messages and only how many hidden checks failed (their messages state hidden
+inputs and expected values).
 
 ``autograder.zip`` is otter's autograder for Gradescope, which builds its own environment from the zip:
 :func:`add_requirements` makes the zip list torch, scipy and softlin (installed by pip from the
@@ -106,6 +113,8 @@ import zipfile
 from fractions import Fraction
 from pathlib import Path
 
+import written_check  # tools/: set 1's first draws, and the written check
+
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ROOT / "course" / "problem_sets"
 OUT = ROOT / "_build" / "problem-sets"
@@ -119,8 +128,9 @@ def sets() -> list[str]:
 
 
 def variant_out(variant: int | None) -> Path:
-    """Where a build goes by default: ``_build/problem-sets/`` or ``_build/problem-sets-variant-SEED/``."""
-    return OUT if variant is None else OUT.with_name(f"problem-sets-variant-{variant}")
+    """Where a build goes by default: ``_build/problem-sets/`` or ``_build/problem-sets-variant-SEED/``
+    (:func:`written_check.variant_out`, which the written check's own command line uses too)."""
+    return written_check.variant_out(variant)
 
 
 # --- the numerical inputs ------------------------------------------------------------------------------
@@ -137,7 +147,7 @@ def _inputs(rng: random.Random | None) -> dict:
             "ps1_scale": (2, 7),
             "ps1_tilts": (-4.0, -0.7, 0.35, 0.8, 0.95),
             "ps1_infinite": (1.0, 1.3, 4.0),
-            "ps1_law": (-1.0, 2.0, 0.3, 0.5),  # atoms x1 < x2, probability of x1, tilt
+            "ps1_law": DEFAULT_LAW,  # atoms x1 < x2, probability of x1, tilt
             "ps2_tilts": (-3.0, -0.4, 0.15, 0.3, 0.45),
             "ps2_infinite": (0.5, 0.7, 0.95),
             "ps2_seed": 23,
@@ -155,25 +165,18 @@ def _inputs(rng: random.Random | None) -> dict:
     def seed():
         return rng.randrange(100, 100_000)
 
-    default_law = _inputs(None)["ps1_law"]
-    law = default_law
-    while law == default_law:
-        law = (
-            rng.choice((-3.0, -2.0, -1.0)),
-            rng.choice((1.0, 2.0, 3.0)),
-            rng.choice((0.2, 0.3, 0.4, 0.6, 0.7, 0.8)),
-            rng.choice((0.25, 0.4, 0.5, 0.6, 0.75)),
-        )
+    # set 1's two-point law, the rate and set 1's Gamma shape (another member of the family: the public
+    # solution's derivation, the exponential law's generating function, does not answer it) come first,
+    # drawn by the written check's module: its copy in a built folder draws the same shape from a seed
+    first = written_check.set_draws(rng)
     return {
-        "lam": _rate(rng),
-        # another member of the family: the public solution's derivation (the exponential law's
-        # generating function) does not answer it
-        "ps1_shape": rng.choice((2, 3)),
+        "lam": first["lam"],
+        "ps1_shape": first["ps1_shape"],
         "ps1_seeds": (seed(), seed()),
         "ps1_scale": (rng.choice((2, 3)), rng.choice((-5, -2, 3, 7))),
         "ps1_tilts": (u(-4, -1), u(-1, -0.05), u(0.05, 0.5), u(0.5, 0.9), u(0.9, 0.98)),
         "ps1_infinite": (1.0, u(1.01, 2), u(2, 5)),
-        "ps1_law": law,
+        "ps1_law": first["ps1_law"],
         "ps2_tilts": (u(-3, -1), u(-1, -0.05), u(0.05, 0.2), u(0.2, 0.4), u(0.4, 0.48)),
         "ps2_infinite": (0.5, u(0.51, 0.8), u(0.8, 0.99)),
         "ps2_seed": seed(),
@@ -194,23 +197,12 @@ def _inputs(rng: random.Random | None) -> dict:
     }
 
 
-# A variant's rate of the exponential tokens is drawn log-uniformly from this range.
-RATES = (0.25, 4.0)
-#: The rate of the default sets: not 1, where lam / (lam - a) = 1 / (lam - a) and 1 / lam = lam, so that
-#: an answer that confuses a rate with a scale, or the limit with the generating function, is wrong there.
-DEFAULT_RATE = 2
-
-
-def _rate(rng: random.Random) -> float:
-    """A variant's rate ``lam`` of the exponential tokens (sets 1 and 2): log-uniform on :data:`RATES`, to
-    three significant digits, and at least 5 % away from the default (:data:`DEFAULT_RATE`), so that every answer that scales
-    with the rate moves by far more than its hidden test's tolerance. Every question is scale-free in the
-    rate (its tilts are drawn in units of ``lam``), so any rate gives a solvable set; the range keeps the
-    numbers students see moderate (token means from 0.25 to 4) and the quadratures well conditioned."""
-    while True:
-        lam = float(f"{math.exp(rng.uniform(*map(math.log, RATES))):.3g}")
-        if abs(lam - DEFAULT_RATE) >= 0.05 * DEFAULT_RATE:
-            return lam
+# The rate of the exponential tokens: the default sets' (not 1), and the range a variant's is drawn from,
+# with set 1's default two-point law; they live with the draws in tools/written_check.py
+# (:func:`written_check.set_draws`), one implementation for the sets and the written check's copy.
+DEFAULT_RATE = written_check.DEFAULT_RATE
+RATES = written_check.RATES
+DEFAULT_LAW = written_check.DEFAULT_LAW
 
 
 def _gamma_texts(k: int, lam: float) -> dict[str, str]:
@@ -538,8 +530,9 @@ def rubric(name: str, variant: int | None = None) -> str:
         lines += [
             "## The autograded points, test by test",
             "",
-            "Each hidden test earns its points or none; what it checks is the message a failing "
-            "submission gets.",
+            "Each hidden test earns its points or none; the last column is what it checks, its message "
+            "when it fails: otter's results.json shows it to the grader, while the students' feedback "
+            "(grade_all.py) says only how many hidden checks failed.",
             "",
             "| question | points | the hidden test checks (message when it fails) |",
             "|---|---:|---|",
@@ -831,8 +824,9 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "columns of `--grade --csv` below: the autograded points per question, an empty column per "
         "question graded by hand and an empty `manual_awarded` for you to fill in, then the points "
         "possible; the questions come from NAME/questions.json) and `graded/feedback/FILE.md` per "
-        "student (the points and the message of each failed check, never the hidden tests' code): "
-        "return those files. One submission by hand: "
+        "student (per question, the points, the messages of the failed public checks, those the "
+        "student can run with `grader.check`, and only how many hidden checks failed: no hidden "
+        "test's message, input or expected value): return those files. One submission by hand: "
         "`mkdir -p results/FILE && otter run -a NAME/autograder/autograder.zip -o results/FILE "
         "FILE.ipynb`.",
         "3. Keep otter's `results.json` files (in `graded/results/`) to yourself: their output "
@@ -881,10 +875,8 @@ def written_check_lines(out: Path, variant: int | None) -> list[str]:
         inputs = (
             "Its inputs are this build's defaults: other numbers than the bank's follow-ups (written "
             "for a general Gamma law, for Sigma = I_d, at L = 1000 and with noise 0.5), so the "
-            "bank's printed answers do not answer it verbatim; but anyone with the "
-            "book's repository rebuilds this key: for a graded check, build a variant "
-            "(`make problem-sets VARIANT=SEED`, a seed kept private), whose inputs are drawn from the "
-            "seed."
+            "bank's printed answers do not answer it verbatim; but anyone rebuilds this sheet and its "
+            "key from the book's public sources: never hand out the default check for a grade."
         )
     else:
         inputs = (
@@ -892,6 +884,17 @@ def written_check_lines(out: Path, variant: int | None) -> list[str]:
             "the default build's key, so the public default key does not answer it; keep the seed "
             "private, as for the sets."
         )
+    seeded = (
+        "A graded written check, without the repository: pick a private seed (eight digits, that "
+        "nobody can guess) and run `python written_check.py --seed SEED` in this folder, with torch "
+        "and the softlin wheel installed (step 1 above: the Python that grades serves; the wheel "
+        "brings numpy and scipy, not torch). It writes that seed's sheet and key into "
+        "`written-check-SEED/` (`--out DIR` for another folder): written-check.md and .html, "
+        "written-check-key.md and .html, and their PDFs where headless Chromium is found; the same "
+        "files as `make problem-sets VARIANT=SEED` builds for its written check in the book's "
+        "repository. Every number of a seed's key differs from the default key's. Keep the seed and "
+        "the key from students; the sheet does not print the seed."
+    )
     return [
         "written-check.html and written-check.md: a written check ready to print, instead of the "
         "oral one (book/grading.md): 20 minutes in class, closed book, pen and paper, three questions "
@@ -900,6 +903,9 @@ def written_check_lines(out: Path, variant: int | None) -> list[str]:
         "written-check-key.pdf beside the sheet's PDF) give each answer in full with its numbers and "
         "the scoring guide, 0 to 4 per question (0 to 2 for part (a), the bank question's derivation, "
         "and 0 to 2 for parts (b) and (c), the follow-up), for graders only. " + inputs,
+        "",
+        seeded,
+        "",
     ]
 
 
@@ -1032,7 +1038,13 @@ def main(argv=None) -> int:
     ap.add_argument(
         "names", nargs="*", help="sets to build (default: all); with --grade, NAME FILE..."
     )
-    ap.add_argument("--grade", action="store_true", help="grade submissions: NAME FILE [FILE ...]")
+    ap.add_argument(
+        "--grade",
+        action="store_true",
+        help="grade submissions: NAME FILE [FILE ...]; prints, for the grader's terminal only, each "
+        "submission's points per question and a JSON line (not otter's check messages; hand students "
+        "the feedback files of the build folder's grade_all.py, which quote no hidden check)",
+    )
     ap.add_argument(
         "--csv",
         type=Path,
@@ -1095,15 +1107,28 @@ def main(argv=None) -> int:
         )
     wheel = build_wheel(out)
     print(f"problem_sets: {wheel.name}, for grading without the repository")
-    import written_check
-
-    for path in written_check.build(out, args.variant):  # for the instructor; not on the site
+    for path in add_written_check(out, args.variant):  # for the instructor; not on the site
         print(f"problem_sets: {path.name}")
     readme(known if not args.names else names, out, args.variant)
     shutil.copyfile(ORAL_CHECKS, out / "oral-checks.md")  # for the instructor; not on the site
     shutil.copyfile(GRADE_ALL, out / "grade_all.py")  # a class at once, without the repository
     zip_students(names, out)
     return 0
+
+
+#: The written check's generator, shipped beside the sets: ``python written_check.py --seed SEED`` there
+#: writes a seed's check and key without the repository (the same files as ``--variant SEED`` builds).
+WRITTEN_CHECK = Path(written_check.__file__).resolve()
+
+
+def add_written_check(out: Path, variant: int | None = None, pdf: bool = True) -> list[Path]:
+    """The written check and its key in ``out`` (:func:`written_check.build`, the inputs of ``variant``;
+    ``pdf``: print the PDFs where Chromium is installed), and ``out/written_check.py``, a copy of the
+    generator, so that a lecturer with the built folder alone draws a check from a private seed
+    (``python written_check.py --seed SEED``); the files written."""
+    written = written_check.build(out, variant, pdf=pdf)
+    shutil.copyfile(WRITTEN_CHECK, out / "written_check.py")
+    return [*written, out / "written_check.py"]
 
 
 def build_wheel(out: Path) -> Path:

@@ -1,8 +1,23 @@
 #!/usr/bin/env python
 """The written check of the derivations, ready to print, and its answer key (`make problem-sets`).
 
-    python tools/written_check.py                 # -> _build/problem-sets/written-check*.{md,html,pdf}
-    python tools/written_check.py --variant 2025  # -> _build/problem-sets-variant-2025/written-check*
+    python tools/written_check.py              # -> _build/problem-sets/written-check*.{md,html,pdf}
+    python tools/written_check.py --seed 2025  # -> _build/problem-sets-variant-2025/written-check*
+
+    python written_check.py --seed SEED        # the copy in a built folder, without the repository:
+                                               # -> written-check-SEED/ beside it
+
+**A graded check, without the repository.** ``make problem-sets`` copies this file into the build folder
+(``_build/problem-sets/written_check.py``, beside ``grade_all.py`` and the softlin wheel). There, with
+torch and the folder's wheel installed (``pip install softlin-*.whl``, which brings numpy and scipy;
+the Python that grades with ``grade_all.py`` serves), ``python written_check.py --seed SEED [--out
+DIR]`` writes the written check and key of the seed ``SEED`` (Markdown and HTML, PDF where headless
+Chromium is found) into ``DIR`` (default: ``written-check-SEED/`` beside this file): the same files as
+``make problem-sets VARIANT=SEED`` writes for the written check. It imports nothing but softlin and the standard library, numpy, scipy and torch
+(set 1's shape is drawn from the seed by :func:`set_draws`, which ``tools/problem_sets.py`` imports
+from here). For a graded check, pick a private seed (eight digits, say) and run it in the folder: the
+default check's sheet and key are rebuilt by anyone from the public sources, so never hand out the
+default's for a grade.
 
 book/grading.md offers "a written check instead" of the oral check: twenty minutes in class, closed
 book, three questions, one per problem set, each a follow-up of the oral bank (``course/oral_checks.md``)
@@ -34,9 +49,10 @@ written for a general law, for ``Sigma = I_d``, for ``L = 1000`` and for the pap
 the bank's printed answers do not answer the sheet verbatim. With ``--variant SEED`` they are drawn from
 ``SEED`` (a stream of its own, so the sets' numbers do not change), and every number of the key differs
 from the default key's (:func:`inputs` draws again until it does; set 1's shape also differs from the
-variant's problem set 1): the public default key does not answer a variant. The default sheet and key
-are rebuilt by anyone with this repository, so for a graded check build a variant with a seed kept
-private, as for the sets.
+variant's problem set 1, :func:`set_draws`): the public default key does not answer a variant. The
+default sheet and key are rebuilt by anyone from the public sources, so for a graded check use a seed
+kept private, as for the sets: ``make problem-sets VARIANT=SEED``, or ``--seed SEED`` with the copy in
+a built folder (above), which writes the same files.
 
 **Numbers.** Every number of the key is computed here, from the library where it has the function: set
 1's ``T`` by :meth:`softlin.measures.TokenMeasure.tilted_mean` of the Gamma law's log-MGF (automatic
@@ -68,7 +84,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+#: Whether this is the repository's tools/written_check.py (not the copy in a built folder): then the
+#: default output is the problem sets' build folder.
+IN_REPOSITORY = HERE.name == "tools" and (ROOT / "lib" / "softlin").is_dir()
 OUT = ROOT / "_build" / "problem-sets"
 FILES = ("written-check.md", "written-check.html", "written-check-key.md", "written-check-key.html")
 PDFS = ("written-check.pdf", "written-check-key.pdf")
@@ -95,6 +115,61 @@ DRAWS = {
     "gamma2": (0.05, 0.1, 0.3, 0.5, 1.0),
     "L3": (500, 2000, 5000),
 }
+
+
+# --- the problem sets' first draws ------------------------------------------------------------------------
+# tools/problem_sets.py imports these (one implementation): a variant's set 1 asks about Gamma tokens of a
+# shape drawn from its seed, and the written check's set 1 takes another shape, so the copy of this file
+# in a built folder, without problem_sets.py, must draw the same shape from the same seed.
+
+#: The rate of the default sets: not 1, where lam / (lam - a) = 1 / (lam - a) and 1 / lam = lam, so that
+#: an answer that confuses a rate with a scale, or the limit with the generating function, is wrong there.
+DEFAULT_RATE = 2
+#: A variant's rate of the exponential tokens is drawn log-uniformly from this range.
+RATES = (0.25, 4.0)
+#: The default sets' two-point law of set 1: atoms x1 < x2, the probability of x1, the tilt.
+DEFAULT_LAW = (-1.0, 2.0, 0.3, 0.5)
+
+
+def _rate(rng: random.Random) -> float:
+    """A variant's rate ``lam`` of the exponential tokens (sets 1 and 2): log-uniform on :data:`RATES`, to
+    three significant digits, and at least 5 % away from the default (:data:`DEFAULT_RATE`), so that every
+    answer that scales with the rate moves by far more than its hidden test's tolerance. Every question is
+    scale-free in the rate (its tilts are drawn in units of ``lam``), so any rate gives a solvable set; the
+    range keeps the numbers students see moderate (token means from 0.25 to 4) and the quadratures well
+    conditioned."""
+    while True:
+        lam = float(f"{math.exp(rng.uniform(*map(math.log, RATES))):.3g}")
+        if abs(lam - DEFAULT_RATE) >= 0.05 * DEFAULT_RATE:
+            return lam
+
+
+def set_draws(rng: random.Random) -> dict:
+    """The first draws of a variant's problem sets from their stream (``random.Random(SEED)``), in this
+    order: set 1's two-point law (``ps1_law``, redrawn until it differs from :data:`DEFAULT_LAW`), the
+    rate of the exponential tokens (``lam``, :func:`_rate`) and set 1's Gamma shape (``ps1_shape``, 2 or
+    3: another member of the family, so that the public solution's derivation, the exponential law's,
+    does not answer it). ``tools/problem_sets.py`` draws the rest of the sets' inputs from the same
+    stream after these."""
+    law = DEFAULT_LAW
+    while law == DEFAULT_LAW:
+        law = (
+            rng.choice((-3.0, -2.0, -1.0)),
+            rng.choice((1.0, 2.0, 3.0)),
+            rng.choice((0.2, 0.3, 0.4, 0.6, 0.7, 0.8)),
+            rng.choice((0.25, 0.4, 0.5, 0.6, 0.75)),
+        )
+    lam = _rate(rng)
+    return {"ps1_law": law, "lam": lam, "ps1_shape": rng.choice((2, 3))}
+
+
+def set_1_shape(variant: int) -> int:
+    """The Gamma shape of the variant ``variant``'s problem set 1 (``problem_sets.parameters(variant)
+    ["ps1_measures"]["shape"]``)."""
+    return set_draws(random.Random(variant))["ps1_shape"]
+
+
+# --- the written check's inputs ------------------------------------------------------------------------------
 
 
 def _draw(rng: random.Random, shape: int) -> dict:
@@ -142,9 +217,9 @@ def inputs(variant: int | None = None) -> dict:
     number of the key differs from the default key's (:func:`distinct`)."""
     if _check_variant(variant) is None:
         return {q: dict(x) for q, x in DEFAULT.items()}
-    import problem_sets  # the variant's problem set 1 asks about Gamma tokens of this shape
-
-    shape = problem_sets.parameters(variant)["ps1_measures"]["shape"]
+    shape = set_1_shape(
+        variant
+    )  # the variant's problem set 1 asks about Gamma tokens of this shape
     rng = random.Random(f"written-check {variant}")  # not the sets' stream: their numbers stay
     default = numbers(key(DEFAULT))
     for _ in range(100):
@@ -611,7 +686,8 @@ SCORING = (
     "exact expression in place of a decimal is a full answer."
 )
 NUMBERS = (
-    "The numbers of this key are computed by tools/written_check.py (`make problem-sets`) from the "
+    "The numbers of this key are computed by written_check.py (`make problem-sets`, or its copy in "
+    "the problem sets' build folder) from the "
     "softlin library (the Gamma law's tilted mean and covariance by automatic differentiation of its "
     "log-MGF; concentration.ess_ratio_expansion and query_averaged_expansion; "
     "icl.bayes_optimal_parameters, risk_fluctuation_constant and large_prompt_constants), each checked "
@@ -827,23 +903,73 @@ def build(out: Path = OUT, variant: int | None = None, pdf: bool = True) -> list
     return written
 
 
+def variant_out(variant: int | None) -> Path:
+    """The problem sets' build folder in the repository, where ``make problem-sets [VARIANT=SEED]`` puts
+    the written check: ``_build/problem-sets/`` or ``_build/problem-sets-variant-SEED/``
+    (``tools/problem_sets.py`` builds there too)."""
+    return OUT if variant is None else OUT.with_name(f"problem-sets-variant-{variant}")
+
+
+def default_out(variant: int | None) -> Path:
+    """Where :func:`main` writes without ``--out``: in the repository, the problem sets' build folder
+    (:func:`variant_out`); for the copy in a built folder, ``written-check-SEED/`` beside it."""
+    if IN_REPOSITORY:
+        return variant_out(variant)
+    return HERE / f"written-check-{variant}"
+
+
+#: Seeds below this (fewer than eight digits) are easy to guess: :func:`main` says so.
+PRIVATE_SEED = 10_000_000
+
+
+def _seed(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"got {text!r}, expected an integer (a seed of your own, eight digits or so)"
+        ) from None
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument(
-        "--variant", type=int, default=None, metavar="SEED", help="inputs drawn from SEED"
+        "--seed",
+        "--variant",
+        dest="seed",
+        type=_seed,
+        default=None,
+        metavar="SEED",
+        help="draw the inputs from the integer SEED (keep it private: eight digits or so); the same "
+        "files as `make problem-sets VARIANT=SEED` writes for the written check. Required in a built "
+        "folder, whose written-check.* are the default check's",
     )
     ap.add_argument(
-        "--out", type=Path, default=None, help="default: the problem sets' build folder"
+        "--out",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="where to write (default: in the repository, the problem sets' build folder; in a "
+        "built folder, written-check-SEED/ beside this file)",
     )
     ap.add_argument("--no-pdf", action="store_true", help="leave the PDFs out")
     args = ap.parse_args(argv)
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import problem_sets
-
-    out = args.out or problem_sets.variant_out(args.variant)
-    for path in build(out, args.variant, pdf=not args.no_pdf):
+    if args.seed is None and not IN_REPOSITORY:
+        ap.error(
+            "argument --seed: got none, expected an integer seed of your own (eight digits or so); "
+            "the written-check.* beside this file are those of the build (the default check's, which "
+            "anyone rebuilds with its key from the public sources, unless the build was a variant)"
+        )
+    if args.seed is not None and abs(args.seed) < PRIVATE_SEED:
+        print(
+            f"written_check: note: the seed {args.seed} has fewer than eight digits; for a graded "
+            "check pick one nobody can guess",
+            file=sys.stderr,
+        )
+    out = args.out or default_out(args.seed)
+    for path in build(out, args.seed, pdf=not args.no_pdf):
         print(f"written_check: {path}")
     return 0
 
