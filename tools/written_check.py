@@ -623,7 +623,8 @@ def _inline_html(text: str) -> str:
 
 def _title(variant: int | None, key_page: bool) -> str:
     suffix = ", the answer key" if key_page else ""
-    return TITLE + suffix + ("" if variant is None else " (variant)")
+    # the default build's key is public (anyone can rebuild it): its title says so
+    return TITLE + suffix + (" (specimen, not for grading)" if variant is None else " (variant)")
 
 
 def sheet_md(qs: list[Question], variant: int | None) -> str:
@@ -648,6 +649,7 @@ def key_md(qs: list[Question], variant: int | None) -> str:
         "",
         "For graders only: keep it, like the sets' rubrics and the oral bank, from students.",
         "",
+        *([SPECIMEN, ""] if variant is None else []),
         SCORING,
         "",
     ]
@@ -677,6 +679,10 @@ def key_md(qs: list[Question], variant: int | None) -> str:
     return "\n".join(lines)
 
 
+SPECIMEN = (
+    "Specimen: anyone can rebuild this key. For a grade, run `python written_check.py --seed SEED` "
+    "with a private seed."
+)
 SCORING = (
     "**Scoring, 0 to 4 per question, 12 in all** (the oral bank's scale): part (a) is the bank "
     "question's derivation, scored 0 to 2 (2: the full answer below; 1: the right idea with a slip or "
@@ -779,7 +785,7 @@ def key_html(qs: list[Question], variant: int | None) -> str:
     body = [
         f"<h1>{html.escape(title)}</h1>",
         "<p><strong>For graders only</strong>: keep it, like the sets' rubrics and the oral bank, "
-        "from students.</p>",
+        "from students." + (" " + _inline_html(SPECIMEN) if variant is None else "") + "</p>",
         f'<p class="instructions">{_inline_html(SCORING)}</p>',
     ]
     for q in qs:
