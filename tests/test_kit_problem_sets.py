@@ -658,8 +658,6 @@ def test_grade_all_writes_a_gradebook_and_feedback_without_the_tests(built, tmp_
     folder: the solution gets every autograded point and a blank copy none, in the CSV; each student's
     feedback gives the points and the failed checks' messages, and none of the tests' code."""
     import csv
-    import subprocess
-    import sys
 
     assert (built / "grade_all.py").exists() and "grade_all.py" in (built / "README.md").read_text()
     wheels = [
@@ -673,15 +671,7 @@ def test_grade_all_writes_a_gradebook_and_feedback_without_the_tests(built, tmp_
     subs.mkdir()
     shutil.copyfile(built / name / "autograder" / f"{name}.ipynb", subs / "solution.ipynb")
     shutil.copyfile(built / name / "student" / f"{name}.ipynb", subs / "blank.ipynb")
-    out = tmp_path / "graded"
-    done = subprocess.run(
-        [sys.executable, str(built / "grade_all.py"), name, str(subs), "--out", str(out)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    out = run_grade_all(built, name, subs, tmp_path)
     shipped = out / f"grades-{name}.csv"
     rows = {r["file"]: r for r in csv.DictReader(shipped.open())}
     total, auto = problem_sets.points(name)
@@ -713,6 +703,24 @@ def test_grade_all_writes_a_gradebook_and_feedback_without_the_tests(built, tmp_
     assert not re.search(r"checks? failed[.:]", solution) and "| 0 | 0 |" in solution, solution
     # the README and grade_all's docstring say what the feedback holds
     assert "only how many hidden checks failed" in (built / "README.md").read_text()
+
+
+def run_grade_all(built: Path, name: str, subs: Path, tmp_path: Path) -> Path:
+    """Run the built folder's grade_all.py on the notebooks of ``subs``, as a lecturer without the
+    repository would; the folder it writes (gradebook and feedback)."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "graded"
+    done = subprocess.run(
+        [sys.executable, str(built / "grade_all.py"), name, str(subs), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out
 
 
 def _autograder_cases(built: Path, name: str) -> dict[str, dict]:
@@ -751,8 +759,6 @@ def test_grade_all_feedback_counts_the_hidden_checks_and_quotes_none(built, tmp_
     messages (the student's notebook holds them) and none of the hidden checks' messages (taken from the
     autograder's tests), and states how many hidden checks failed per question (counted again from
     otter's results.json with the autograder's hidden flags)."""
-    import subprocess
-    import sys
 
     name = "ps2_concentration"
     subs = tmp_path / "subs"
@@ -767,15 +773,7 @@ def test_grade_all_feedback_counts_the_hidden_checks_and_quotes_none(built, tmp_
         assert len(hits) == 1, label
         hits[0]["source"] = source
     (subs / "wrong.ipynb").write_text(json.dumps(nb))
-    out = tmp_path / "graded"
-    done = subprocess.run(
-        [sys.executable, str(built / "grade_all.py"), name, str(subs), "--out", str(out)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    out = run_grade_all(built, name, subs, tmp_path)
     text = (out / "feedback" / "wrong.md").read_text()
     cases = _autograder_cases(built, name)
     for message in _hidden_messages(built, name):
