@@ -21,6 +21,7 @@ from pathlib import Path
 import exercise_checks
 import jupytext
 import nbformat
+import numpy as np
 import pytest
 from build_book import lessons, page_name
 from softlin.book.exercises import KEYS
@@ -157,3 +158,68 @@ def test_the_harness_tries_an_answer_at_the_stated_precision_and_one_outside(cap
     loose.digits = 4
     r = _harness_record(loose, "answer = 2.0529373", capsys)
     assert r["precision_accepted"] and not r["precision_rejected"], r
+
+
+#: The numerical exercises whose key needs no chapter object: the browser test computes them itself.
+FREE_KEYS = [label for label, key in KEYS.items() if key.inputs is None and not key.objects]
+
+
+@pytest.fixture(scope="module")
+def lesson_pages(built_book):
+    from conftest import chromium_path
+    from playwright.sync_api import sync_playwright
+
+    rc, log, stage = built_book
+    assert rc == 0, log[-3000:]
+    requests: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context.route(re.compile(r"^(https?|wss?)://"), lambda route: route.abort())
+        page = context.new_page()
+        page.on("request", lambda r: requests.append(r.url))
+        yield page, stage / "_build" / "html", requests
+        browser.close()
+
+
+def _type_and_check(form, text: str) -> str:
+    form.query_selector("input").fill(text)
+    form.query_selector("button").click()
+    return form.query_selector(".softlin-answer-verdict").inner_text()
+
+
+@pytest.mark.browser
+@pytest.mark.book
+@pytest.mark.parametrize("md", LESSONS, ids=page_name)
+def test_the_site_checks_a_numerical_answer_without_a_kernel(lesson_pages, md):
+    """On the built site each exercise whose answer is a number or a few numbers has a box under its
+    check cell (book/_ext/static/softlin-reader.js): for the keys this test can compute, the key
+    rounded to the stated digits is "Correct", an answer 1.5 units of the last digit off is "Not yet",
+    text is refused; and no request leaves the page."""
+    from softlin.book.widgets import _as_array, _in_float64
+
+    page, html, requests = lesson_pages
+    del requests[:]
+    page.goto((html / "book" / f"{md.stem}.html").as_uri(), wait_until="load")
+    boxes = {
+        el.get_attribute("data-label"): el for el in page.query_selector_all(".softlin-answer-box")
+    }
+    expected = {
+        label
+        for label, _ in numerical_exercises(md)
+        if KEYS[label].inputs is None and KEYS[label].digits
+    }
+    assert set(boxes) == expected, (md.stem, sorted(boxes), sorted(expected))
+    for label, note in boxes.items():
+        form = note.evaluate_handle("n => n.nextElementSibling").as_element()
+        assert form and "softlin-answer-form" in (form.get_attribute("class") or ""), label
+        assert _type_and_check(form, "twelve").startswith("Type "), label
+        if label not in FREE_KEYS:
+            continue
+        key = _as_array(_in_float64(KEYS[label].compute)).ravel()
+        unit = 10.0 ** int(note.get_attribute("data-q"))
+        rounded = ", ".join(f"{x:.12g}" for x in np.round(key / unit) * unit)
+        moved = ", ".join(f"{x:.12g}" for x in (np.round(key / unit) + 1.5) * unit)
+        assert _type_and_check(form, rounded).startswith("Correct"), (label, rounded)
+        assert _type_and_check(form, moved).startswith("Not yet"), (label, moved)
+    assert all(u.startswith(("file:", "data:")) for u in requests), requests

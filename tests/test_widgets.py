@@ -329,3 +329,53 @@ def test_a_labelled_key_is_the_same_whatever_torch_default_dtype(capsys):
     finally:
         torch.set_default_dtype(before)
     capsys.readouterr()
+
+
+def _box_accepts(box: dict, numbers) -> bool:
+    """The site's answer box (book/_ext/static/softlin-reader.js, item 6), in Python: the numbers
+    typed, rounded to the box's unit, hash to the box's hash."""
+    q = int(box["q"])
+    ints = [int(np.floor(x / 10.0**q + 0.5)) for x in np.ravel(numbers)]
+    return widgets._fnv1a(f"{box['label']}:{','.join(map(str, ints))}") == box["hash"]
+
+
+@pytest.mark.parametrize(
+    "key", [0.19865241, 1.6666667, -85.6667, 241.358, [0.5423, 0.19244], [2.5, -0.0123]]
+)
+def test_the_answer_box_accepts_the_key_rounded_as_asked_and_rejects_a_unit_off(key):
+    """The box on the site accepts the key rounded to its digits, and an answer within a third of a
+    unit of the last asked digit; it rejects one moved by 1.5 units, or by one unit in one entry."""
+    key = np.asarray(key, float)
+    box = widgets.answer_box("ex-demo", key, 3)
+    unit = 10.0 ** int(box["q"])
+    assert box["size"] == str(key.size) and box["digits"] == "3"
+    rounded = np.round(key / unit) * unit
+    assert _box_accepts(box, rounded), (key, rounded)
+    assert _box_accepts(box, rounded + unit / 3)
+    assert not _box_accepts(box, rounded + 1.5 * unit)
+    one_off = rounded.copy().ravel()
+    one_off[-1] += unit
+    assert not _box_accepts(box, one_off)
+    assert widgets.answer_box("ex-other", key, 3)["hash"] != box["hash"]  # the label salts it
+
+
+def test_a_check_cell_with_no_answer_hands_the_box_a_hash_not_the_key(monkeypatch):
+    """An exercise's check cell with no answer (``answer = None``) displays the box's data: the hash of
+    the rounded key, its unit and size, never the key's digits; a key that is a function gets no box."""
+    shown = []
+    monkeypatch.setattr(widgets, "_no_answer_yet", lambda message, box=None: shown.append(box))
+    assert widgets.answer_check("ex-ch4-gronwall", None) == False
+    box = shown.pop()
+    assert box["label"] == "ex-ch4-gronwall" and box["size"] == "1", box
+    assert "198" not in str(box) and "199" not in str(box), box  # the key is 0.19865...
+    assert _box_accepts(box, 0.199) and not _box_accepts(box, 0.201)
+    assert widgets.answer_check("ex-ch3-sigma", None) == False
+    assert shown.pop() is None
+
+
+def test_the_answer_box_refuses_a_key_it_cannot_round():
+    for bad in ([0.0, 0.0], [float("nan")], []):
+        with pytest.raises(ValueError, match="key must hold finite numbers"):
+            widgets.answer_box("ex-demo", bad, 3)
+    with pytest.raises(ValueError, match="digits"):
+        widgets.answer_box("ex-demo", 1.0, 0)

@@ -9,7 +9,11 @@
       aligned by spaces) shrinks to 60 %, then on a phone scrolls sideways in its own box.
    4. Whatever scrolls sideways in its own box (a formula wider than its line or column, a table on a
       phone) is marked softlin-scrolls: book_site.css fades it out at each edge with more behind it.
-   5. In print, a printed table gets a font small enough that no column wraps (softlinFitPrint). */
+   5. In print, a printed table gets a font small enough that no column wraps (softlinFitPrint).
+   6. An exercise whose answer is a number or a few numbers gets a box under its check cell, so that a
+      reader of the site, with no kernel, can check an answer: the cell's output carries a hash of the
+      key rounded as the exercise asks (softlin.book.widgets.answer_box), not the key, and the box says
+      whether the numbers typed round to the same digits. */
 (function () {
   "use strict";
 
@@ -163,6 +167,57 @@
   }
   window.softlinFitPrint = fitPrint;
 
+  function fnv1a(text) {  // softlin.book.widgets._fnv1a, on ASCII text
+    var h = 0x811c9dc5;
+    for (var i = 0; i < text.length; i++) {
+      h = Math.imul((h ^ text.charCodeAt(i)) >>> 0, 0x01000193) >>> 0;
+    }
+    return h.toString(16);
+  }
+
+  function answerBoxes() {
+    document.querySelectorAll(".softlin-answer-box").forEach(function (note) {
+      var d = note.dataset, size = parseInt(d.size, 10), q = parseInt(d.q, 10);
+      var form = document.createElement("form");
+      form.className = "softlin-answer-form";
+      var label = document.createElement("label");
+      var what = size === 1 ? "your answer" : "your " + size + " numbers, separated by commas";
+      label.textContent = "On this page: " + what + ", to " + d.digits + " significant digits ";
+      var input = document.createElement("input");
+      input.type = "text";
+      input.inputMode = "decimal";
+      input.autocomplete = "off";
+      input.setAttribute("aria-label", "Answer to " + d.label);
+      var button = document.createElement("button");
+      button.type = "submit";
+      button.textContent = "Check";
+      var verdict = document.createElement("span");
+      verdict.className = "softlin-answer-verdict";
+      verdict.setAttribute("role", "status");
+      label.appendChild(input);
+      form.appendChild(label);
+      form.appendChild(button);
+      form.appendChild(verdict);
+      form.addEventListener("submit", function (event) {
+        event.preventDefault();
+        var parts = input.value.trim().split(/[\s,;]+/).filter(function (s) { return s; });
+        var numbers = parts.map(Number);
+        if (parts.length !== size || numbers.some(function (x) { return !isFinite(x); })) {
+          verdict.textContent = "Type " + size + (size === 1 ? " number" : " numbers") +
+            " (for example 0.125 or 1.5e-3).";
+          verdict.className = "softlin-answer-verdict softlin-answer-no";
+          return;
+        }
+        var ints = numbers.map(function (x) { return Math.floor(x / Math.pow(10, q) + 0.5); });
+        var right = fnv1a(d.label + ":" + ints.join(",")) === d.hash;
+        verdict.textContent = right ? "Correct (to " + d.digits + " significant digits)." :
+          "Not yet: that does not round to the answer at " + d.digits + " significant digits.";
+        verdict.className = "softlin-answer-verdict " + (right ? "softlin-answer-yes" : "softlin-answer-no");
+      });
+      note.insertAdjacentElement("afterend", form);
+    });
+  }
+
   function whenTypeset(callback) {
     var mj = window.MathJax;
     if (mj && mj.startup && mj.startup.promise) {
@@ -174,6 +229,7 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     solutionTitles();
+    answerBoxes();
     figures();
     fitOutputs();
     markScrollers();

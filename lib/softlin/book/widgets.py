@@ -227,10 +227,67 @@ def _in_float64(compute, *args, **objects):
         torch.set_default_dtype(before)
 
 
-def _no_answer_yet(message: str) -> None:
+NO_ANSWER = (
+    "No answer yet: replace None by your answer, then run this cell in Colab or Jupyter to check "
+    "your answer."
+)
+
+
+def _as_array(x):
+    """A key as a float64 numpy array (a tensor is moved to the CPU)."""
+    import numpy as np
+    import torch
+
+    return np.asarray(
+        x.detach().cpu().double().numpy() if isinstance(x, torch.Tensor) else x, float
+    )
+
+
+def _fnv1a(text: str) -> str:
+    """The 32-bit FNV-1a hash of ``text`` (ASCII), in hex: what the site's answer box compares."""
+    h = 0x811C9DC5
+    for byte in text.encode("ascii"):
+        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return format(h, "x")
+
+
+def answer_box(label: str, key, digits: int) -> dict[str, str]:
+    """The data of the site's answer box for exercise ``label``: a hash of the key rounded to
+    ``digits`` significant digits, not the key.
+
+    The rounding unit is ``10**q`` with ``q = floor(log10 max|key|) - digits + 1``, the unit whose half
+    the notebook's check allows; each entry ``x`` becomes ``floor(x / 10**q + 0.5)``, and the box
+    (``softlin-reader.js`` on the site) accepts the numbers a reader types when they round to the same
+    integers. So the box accepts the key rounded as the exercise asks, and rejects an answer off by a
+    unit of the last asked digit. Like the check cell, it answers only right or wrong: anyone can find
+    the key by trying values, but it is not written in the page.
+
+    Returns the ``data-`` attributes: ``label``, ``size`` (the number of entries), ``digits``, ``q``
+    and ``hash`` (:func:`_fnv1a` of ``"label:n1,n2,..."``).
+    """
+    import numpy as np
+
+    check_str("label", label)
+    check_positive_int("digits", digits)
+    values = np.asarray(key, float).ravel()
+    if values.size == 0 or not np.all(np.isfinite(values)) or not np.any(values):
+        raise ValueError(f"key must hold finite numbers, not all zero; got {values.tolist()}")
+    q = math.floor(math.log10(float(np.abs(values).max()))) - digits + 1
+    ints = [math.floor(v / 10.0**q + 0.5) for v in values]
+    return {
+        "label": label,
+        "size": str(values.size),
+        "digits": str(digits),
+        "q": str(q),
+        "hash": _fnv1a(f"{label}:{','.join(map(str, ints))}"),
+    }
+
+
+def _no_answer_yet(message: str, box: dict[str, str] | None = None) -> None:
     """Say that a check cell has no answer yet: printed outside IPython; in a notebook, as text and as
     HTML of class ``softlin-no-answer``, which the site shows on screen and leaves out of the printed
-    handouts (the sentence means nothing on paper)."""
+    handouts (the sentence means nothing on paper). With ``box`` (:func:`answer_box`), the HTML carries
+    its data, from which the site draws a box where a reader types the answer and checks it."""
     try:
         from IPython import get_ipython
         from IPython.display import display
@@ -241,9 +298,11 @@ def _no_answer_yet(message: str) -> None:
         return
     import html
 
+    data = "".join(f' data-{k}="{html.escape(v)}"' for k, v in (box or {}).items())
+    kind = "softlin-no-answer softlin-answer-box" if box else "softlin-no-answer"
     display(
         {"text/plain": message,
-         "text/html": f'<p class="softlin-no-answer">{html.escape(message)}</p>'},
+         "text/html": f'<p class="{kind}"{data}>{html.escape(message)}</p>'},
         raw=True,
     )  # fmt: skip
 
@@ -287,8 +346,12 @@ def answer_check(
                 f"the key of {expected!r} is computed from {sorted(key.objects) or 'nothing'} "
                 f"(keyword arguments), got {sorted(objects) or 'nothing'}"
             )
+        compute = functools.partial(_in_float64, key.compute, **objects)
+        if args[0] is None and key.inputs is None and key.digits is not None:
+            _no_answer_yet(NO_ANSWER, answer_box(expected, _as_array(compute()), key.digits))
+            return _Verdict(False)
         check = make_check(
-            functools.partial(_in_float64, key.compute, **objects),
+            compute,
             rtol=key.rtol,
             atol=key.atol,
             digits=key.digits,
@@ -339,7 +402,6 @@ def make_check(
     is not a positive int, or ``inputs`` is not a non-empty list of argument tuples.
     """
     import numpy as np
-    import torch
 
     if not callable(expected):
         raise TypeError(
@@ -359,10 +421,7 @@ def make_check(
             raise ValueError("inputs must hold at least one argument tuple, got an empty list")
     tail = f" {hint}" if hint else ""
 
-    def as_array(x):
-        return np.asarray(
-            x.detach().cpu().double().numpy() if isinstance(x, torch.Tensor) else x, float
-        )
+    as_array = _as_array
 
     def verdict(answer) -> str | float:  # what is wrong, or the worst relative error
         if inputs is not None and not callable(answer):
@@ -400,10 +459,7 @@ def make_check(
 
     def check(answer) -> _Verdict:
         if answer is None:
-            _no_answer_yet(
-                "No answer yet: replace None by your answer, then run this cell in Colab or Jupyter "
-                "to check your answer."
-            )
+            _no_answer_yet(NO_ANSWER)
             return _Verdict(False)
         result = verdict(answer)
         ok = not isinstance(result, str)
