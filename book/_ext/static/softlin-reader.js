@@ -181,8 +181,7 @@
       var form = document.createElement("form");
       form.className = "softlin-answer-form";
       var label = document.createElement("label");
-      var what = size === 1 ? "your answer" : "your " + size + " numbers, separated by commas";
-      label.textContent = "On this page: " + what + ", to " + d.digits + " significant digits ";
+      label.textContent = "Your answer" + (size === 1 ? "" : " (" + size + " numbers, separated by commas)") + ", to " + d.digits + " significant digits: ";
       var input = document.createElement("input");
       input.type = "text";
       input.inputMode = "decimal";
@@ -214,6 +213,8 @@
           "Not yet: that does not round to the answer at " + d.digits + " significant digits.";
         verdict.className = "softlin-answer-verdict " + (right ? "softlin-answer-yes" : "softlin-answer-no");
       });
+      note.textContent = "No answer in this cell yet: check one in the box below, or replace None " +
+        "by your answer and run the cell in Colab or Jupyter.";
       note.insertAdjacentElement("afterend", form);
     });
   }
