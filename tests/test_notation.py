@@ -127,7 +127,8 @@ def test_the_constants_table_gives_the_values_the_lessons_print():
     Sigma_1 = Sigma / float(torch.linalg.matrix_norm(Sigma, ord=2))
     C = icl.risk_fluctuation_constant(*icl.bayes_optimal_parameters(Sigma), Sigma)
     C_1 = icl.risk_fluctuation_constant(*icl.bayes_optimal_parameters(Sigma_1), Sigma_1)
-    assert value["$C$"] == f"{C:.1f} at the KMS $\\Sigma$; {C_1:.1f} at $\\Sigma_1$", value["$C$"]
+    star = value["$C_\\star$"]
+    assert star == f"{C:.1f} at the KMS $\\Sigma$; {C_1:.1f} at $\\Sigma_1$", star
     const = icl.large_prompt_constants(Sigma, tau2=0.2, noise_var=0.1)
     at_one = (
         2

@@ -290,7 +290,7 @@ def check_close(value, ref, *, se=0.0, n_se=0.0, slack=0.0, what="value"):
     word = "within" if passed else "NOT within"
     if n_se and s > 0:
         text = (
-            f"{v:.4g} ± {s:.2g} is {abs(v - r) / s:.3g} SE from {r:.4g}: {word} the "
+            f"{v:.4g} ± {s:.3g} is {abs(v - r) / s:.3g} SE from {r:.4g}: {word} the "
             f"{_allowance(n_se, s, slack)} allowed"
         )
     else:
@@ -304,7 +304,7 @@ def _one_sided(passed, v, b, s, n_se, slack, side):
     if not n_se:
         shifted = b + float(np.max(slack)) * (1 if side == "below" else -1)
         return f"{v:.4g}, {side if passed else 'NOT ' + side} {shifted:.4g}"
-    where = f"{v:.4g} ± {s:.2g} {_distance(v, b, s)}"
+    where = f"{v:.4g} ± {s:.3g} {_distance(v, b, s)}"
     if passed:
         return f"{where}; the check needs {n_se:.3g} SE{tail}: holds"
     return f"{where}: NOT {side} it by the required {n_se:.3g} SE{tail}"
