@@ -12,8 +12,12 @@ answer key.
   b*^2 and C_lin (1e-9, 1e-6), of the border d = 4c^2 and by lesson 6's formula for C_soft in u^2,
   minimised with scipy (1e-6).
 * Inputs: the default's are numbers other than the bank's printed follow-ups; a variant's are drawn from
-  its seed, the same on every call, and every number of the key differs from the default key's (seed 7
-  among others), with set 1's Gamma shape other than the variant's problem set 1's.
+  its seed, the same on every call: each set's form (set 1: Gamma tokens or a two-point law; set 2: the
+  tokens' or the queries' variance changed; set 3: Sigma = c I_d or two blocks), every form of each set
+  drawn by some seed of 1 to 40, then its numbers, every number of the key differing from the default
+  key's where the two share a form (seed 7 among others), with set 1's Gamma shape and two-point law
+  other than the variant's problem set 1's. Set 1's two-point law is checked by direct sums, set 2's
+  query form by quadrature over queries N(0, q^2), set 3's two blocks as the isotropic form.
 * Without the repository: the build folder's copy of written_check.py (``problem_sets.add_written_check``,
   which ``make problem-sets`` runs), run in an empty folder with ``--seed 7`` and only lib/ on the path
   (as the folder's softlin wheel gives; no tools/, and a ``problem_sets`` there fails on import), writes
@@ -36,7 +40,7 @@ import problem_sets
 import pytest
 import written_check
 
-SEEDS = [None, 7, 2025, 1]
+SEEDS = [None, 7, 2025, 1, 2, 3]  # between them, both forms of every set
 
 
 def _key(seed):
@@ -48,6 +52,9 @@ def test_set_1_numbers_agree_with_quadrature(seed):
     from scipy.integrate import quad
 
     one = _key(seed)["ps1"]
+    if one["form"] == "two-point":
+        _check_two_point(one)
+        return
     k, lam, a = one["k"], one["lam"], one["a"]
     assert a < lam, "the tilt asked about must be one where the limit exists"
 
@@ -65,22 +72,48 @@ def test_set_1_numbers_agree_with_quadrature(seed):
     assert abs(1 / (lam - a) - T) > 0.3 * T and abs(1 / lam**3 - kappa3 / 2) > 0.3 * kappa3 / 2
 
 
+def _check_two_point(one):
+    """Set 1's second form by direct sums over the two atoms: the tilted mean and the third central
+    moment (the third cumulant)."""
+    x1, x2, p, a = one["x1"], one["x2"], one["p"], one["a"]
+    atoms = ((x1, p), (x2, 1 - p))
+    weights = [(x, w * math.exp(a * x)) for x, w in atoms]
+    T = sum(x * w for x, w in weights) / sum(w for _, w in weights)
+    assert abs(one["T"] - T) < 1e-12 * max(abs(T), 1), (one["T"], T)
+    mean = sum(x * w for x, w in atoms)
+    kappa3 = sum(w * (x - mean) ** 3 for x, w in atoms)
+    assert abs(one["kappa3"] - kappa3) < 1e-9 * max(abs(kappa3), 1e-3), (one["kappa3"], kappa3)
+    assert one["coefficient"] == pytest.approx(kappa3 / 2, rel=1e-9)
+    assert p != 0.5 and abs(kappa3) > 1e-3, "a symmetric law has no a^2 term to ask about"
+    assert x1 < T < x2
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_set_2_numbers_agree_with_quadrature_and_closed_forms(seed):
     from scipy.integrate import quad
 
     two = _key(seed)["ps2"]
-    s2, u, z, L = two["sigma2"], two["u"], two["z"], two["L"]
-    assert s2 * two["threshold"] ** 2 == pytest.approx(0.5, rel=1e-12)
+    s2, u, z = two["sigma2"], two["u"], two["z"]
+    q2 = two.get("q2", 1.0)  # the queries' variance: 1 in the first form
+    assert two["form"] == ("token variance" if "q2" not in two else "query variance")
+    assert s2 * q2 * two["threshold"] ** 2 == pytest.approx(0.5, rel=1e-12)
     assert u < two["threshold"], "the scale asked about must have a finite average"
     s = s2 * u * u * z * z
     assert two["s"] == pytest.approx(s, rel=1e-12)
-    assert two["tokens"] == pytest.approx(L * math.exp(-s), rel=1e-12)
+    if two["form"] == "token variance":
+        assert two["tokens"] == pytest.approx(two["L"] * math.exp(-s), rel=1e-12)
+    else:  # the shortest prompt with L e^{-s} >= N
+        L = two["length"]
+        assert L * math.exp(-s) >= two["N"] * (1 - 1e-12) > (L - 1) * math.exp(-s), (L, s)
 
-    def c1(x):  # C_1(z) e^{-z^2/2} / sqrt(2 pi): the fixed-query constant times the query's density
-        return math.exp(s2 * u * u * x * x - x * x / 2) * (s2 + s2 * s2 * u * u * x * x)
+    def c1(x):  # C_1(z) times the density of the query z ~ N(0, q^2)
+        return (
+            math.exp(s2 * u * u * x * x - x * x / (2 * q2))
+            * (s2 + s2 * s2 * u * u * x * x)
+            / math.sqrt(2 * math.pi * q2)
+        )
 
-    averaged = quad(c1, -math.inf, math.inf)[0] / math.sqrt(2 * math.pi)
+    averaged = quad(c1, -math.inf, math.inf)[0]
     assert abs(two["averaged"] - averaged) < 1e-8 * averaged, (seed, two["averaged"], averaged)
 
 
@@ -89,12 +122,23 @@ def test_set_3_numbers_agree_with_closed_forms_and_lesson_6_s_formula(seed):
     from scipy.optimize import minimize_scalar
 
     three = _key(seed)["ps3"]
-    c, d, tau2, gamma2, L = three["c"], three["d"], three["tau2"], three["gamma2"], three["L"]
-    assert c != 1, "Sigma = I_d is the bank's own follow-up"
-    assert three["b2"] == pytest.approx(math.sqrt(d) / c, rel=1e-9)
-    assert three["border"] == 4 * c * c and d != three["border"]
-    assert three["finite"] == (d > 4 * c * c) and three["d_min"] == math.floor(4 * c * c) + 1
-    trace = c * d
+    tau2, gamma2, L = three["tau2"], three["gamma2"], three["L"]
+    if three["form"] == "isotropic":
+        c, d = three["c"], three["d"]
+        assert c != 1, "Sigma = I_d is the bank's own follow-up"
+        assert three["b2"] == pytest.approx(math.sqrt(d) / c, rel=1e-9)
+        assert three["border"] == 4 * c * c and d != three["border"]
+        assert three["finite"] == (d > 4 * c * c) and three["d_min"] == math.floor(4 * c * c) + 1
+        trace = c * d
+    else:  # two blocks: b*^4 = tr Sigma^-2; finite iff b*^2 > 2, the smallest such d1
+        c1, c2, d1, d2 = three["c1"], three["c2"], three["d1"], three["d2"]
+        assert c1 != c2
+        b4 = d1 / c1**2 + d2 / c2**2
+        assert three["b2"] == pytest.approx(math.sqrt(b4), rel=1e-9)
+        assert three["finite"] == (b4 > 4) and b4 != 4
+        n = three["d_min"]
+        assert n / c1**2 + d2 / c2**2 > 4 and (n == 1 or (n - 1) / c1**2 + d2 / c2**2 <= 4), n
+        d, trace = d1 + d2, c1 * d1 + c2 * d2
     assert three["C_lin"] == pytest.approx(tau2 * (d + 1) * trace, rel=1e-6)
     # lesson 6: C1bar / (tau^2 tr Sigma) = (1/v)(1 - 2v)^(-d/2) (1 + rho + v / (1 - 2v)), v = u^2,
     # rho = gamma^2 / (tau^2 tr Sigma); C_soft subtracts the Bayes risk's gamma^2 d
@@ -139,11 +183,13 @@ def test_a_variant_s_key_shares_no_number_with_the_default_s(seed):
     x = written_check.inputs(seed)
     assert x == written_check.inputs(seed), "a seed's draw is the same on every call"
     ours = written_check.numbers(written_check.key(x))
-    assert set(ours) == set(default)
-    for name in default:  # each answer moves: the default key answers no part of the variant
+    shared = set(ours) & set(default)
+    assert {"ps1 T", "ps2 threshold", "ps3 b2", "ps3 matched"} <= shared
+    for name in shared:  # each answer moves: the default key answers no part of the variant
         assert abs(ours[name] - default[name]) > 1e-6 * abs(default[name]), (seed, name)
-    shape = problem_sets.parameters(seed)["ps1_measures"]["shape"]
-    assert x["ps1"]["k"] != shape, "set 1's shape must not be the variant's problem set 1's"
+    sets = problem_sets.parameters(seed)["ps1_measures"]
+    if x["ps1"]["form"] == "gamma":
+        assert x["ps1"]["k"] != sets["shape"], "set 1's shape must not be the variant's set 1's"
     # the variant's sets keep their numbers: the written check draws from a stream of its own
     assert problem_sets.parameters(seed) == problem_sets.parameters(seed)
 
@@ -160,7 +206,7 @@ def test_seed_7_asks_other_numbers_than_the_default(tmp_path):
     assert d7["ps1 T"] != d0["ps1 T"] and d7["ps3 matched"] != d0["ps3 matched"]
 
 
-@pytest.mark.parametrize("seed", [None, 7])
+@pytest.mark.parametrize("seed", [None, 7, 2025, 2])
 def test_the_sheet_and_the_key(tmp_path, seed):
     written = written_check.build(tmp_path, seed, pdf=False)
     assert [p.name for p in written] == list(written_check.FILES)
@@ -178,18 +224,21 @@ def test_the_sheet_and_the_key(tmp_path, seed):
         assert "0 to 2" in key
         # the key's numbers are printed in it, and the answers' numbers are not on the sheet
         g = written_check.g
+        two = k["ps2"]
+        count = written_check.count(two["tokens"]) if "tokens" in two else f"{two['length']}"
         for shown in (
             g(k["ps1"]["T"]),
             g(k["ps1"]["coefficient"]),
-            g(k["ps2"]["threshold"]),
-            written_check.count(k["ps2"]["tokens"]),
-            g(k["ps2"]["averaged"]),
+            g(two["threshold"]),
+            count,
+            g(two["averaged"]),
             g(k["ps3"]["b2"]),
             f"{k['ps3']['matched']:.0f}",
         ):
             assert shown in key, shown
         for hidden in (g(k["ps2"]["threshold"]), g(k["ps2"]["averaged"]), g(k["ps3"]["b2"])):
-            assert hidden not in sheet, hidden
+            if len(hidden) > 2:  # a one- or two-character number ("1") is on any sheet
+                assert hidden not in sheet, hidden
         assert f"{k['ps3']['C_soft_printed']:.2f}" in sheet  # the question states C_soft
     page = (tmp_path / "written-check.html").read_text()
     assert page.count('class="space"') == 9 and "size: A4" in page
@@ -202,7 +251,7 @@ def _printer():
 
 
 @pytest.mark.skipif(not _printer(), reason="needs headless Chromium and pdfinfo (poppler-utils)")
-@pytest.mark.parametrize("seed", [None, 7])
+@pytest.mark.parametrize("seed", [None, 7, 2025, 2])
 def test_the_sheet_prints_on_at_most_two_a4_pages(tmp_path, seed):
     written = written_check.build(tmp_path, seed)
     assert [p.name for p in written] == [*written_check.FILES, *written_check.PDFS]
@@ -300,5 +349,24 @@ def test_set_1_s_shape_is_drawn_once_for_the_sets_and_the_check(seed):
         assert shape == 1
     else:
         assert written_check.set_1_shape(seed) == shape in (2, 3)
-        assert written_check.inputs(seed)["ps1"]["k"] != shape
+        ps1 = written_check.inputs(seed)["ps1"]
+        assert ps1["form"] != "gamma" or ps1["k"] != shape
     assert problem_sets.DEFAULT_RATE == written_check.DEFAULT_RATE
+
+
+def test_each_set_s_form_is_drawn_from_the_seed():
+    """Both forms of every set occur among seeds 1 to 40, in several combinations (a key learnt by heart
+    answers at most the forms it shares); a two-point law is never the variant's problem-set law, nor
+    the default sets'."""
+    forms = [written_check.inputs(s) for s in range(1, 41)]
+    for q, options in written_check.FORMS.items():
+        assert {x[q]["form"] for x in forms} == set(options), q
+    assert len({tuple(x[q]["form"] for q in ("ps1", "ps2", "ps3")) for x in forms}) >= 6
+    for s, x in enumerate(forms, 1):
+        if x["ps1"]["form"] == "two-point":
+            law = (x["ps1"]["x1"], x["ps1"]["x2"], x["ps1"]["p"])
+            sets = problem_sets.parameters(s)["ps1_measures"]
+            assert law != (sets["x1"], sets["x2"], sets["p1"]), s  # the variant's set 1 law
+            assert law != written_check.DEFAULT_LAW[:3], s
+    with pytest.raises(ValueError, match=r"ps2: form must be one of"):
+        written_check.key({**written_check.DEFAULT, "ps2": {"form": "other"}})

@@ -34,14 +34,20 @@ with an input the lecturer changes. :func:`build` writes it into the problem set
 * ``written-check.pdf`` and ``written-check-key.pdf`` when headless Chromium is installed (as for
   ``tools/handouts.py``); the build does not need it.
 
-**Questions.** Set 1: Gamma tokens of shape ``k`` and rate ``lam``: where the infinite-prompt limit
-``T(a)`` exists and what it is, its value at a tilt, and its ``a^2`` coefficient (the bank's follow-up on
-the Gamma law, and its question on Taylor coefficients). Set 2: Gaussian tokens ``N(0, sigma^2)`` with
-standard Gaussian queries at scale ``u``: the threshold in ``u``, the effective number of tokens
-``L e^{-s}`` for one query, and the query-averaged constant by the scaling ``sigma^2 C(sigma u)``. Set 3:
-``Sigma = c I_d``: ``b*^2``, the dimensions where lesson 5's constant is finite, and with label noise
-``gamma^2`` the constant ``C_lin`` and the prompt length where linear attention matches softmax attention
-(the question states ``C_soft``, which needs a numerical minimisation).
+**Questions.** Each set's question has two forms (:data:`FORMS`); the default takes the first of
+each, and a variant draws one per set from its seed, so that a key learnt by heart does not answer the
+derivations of a form it does not share. Set 1: Gamma tokens of shape ``k`` and rate ``lam``: where the
+infinite-prompt limit ``T(a)`` exists and what it is, its value at a tilt, and its ``a^2`` coefficient
+(the bank's follow-up on the Gamma law, and its question on Taylor coefficients); or a two-point law
+(the bank's follow-up on it): ``T(a)`` at every tilt and its limits in ``a``, its value, its ``a^2``
+coefficient. Set 2: Gaussian tokens ``N(0, sigma^2)`` with standard Gaussian queries at scale ``u``:
+the threshold in ``u``, the effective number of tokens ``L e^{-s}`` for one query, and the
+query-averaged constant by the scaling ``sigma^2 C(sigma u)``; or queries ``N(0, q^2)`` too: the
+threshold ``sigma^2 u^2 q^2 < 1/2``, the prompt length at which ``N`` tokens count, and
+``sigma^2 C(sigma q u)``. Set 3: ``Sigma = c I_d``, or two blocks ``c1 I_d1`` and ``c2 I_d2``:
+``b*^2``, where lesson 5's constant is finite, and with label noise ``gamma^2`` the constant ``C_lin``
+and the prompt length where linear attention matches softmax attention (the question states
+``C_soft``, which needs a numerical minimisation).
 
 **Inputs and variants.** Without a variant the inputs are :data:`DEFAULT` (``k = 4``, ``lam = 2``;
 ``sigma^2 = 4``, ``u = 0.25``; ``c = 1.5``, ``d = 4``, ...): numbers, where the bank's follow-ups are
@@ -96,9 +102,18 @@ PDFS = ("written-check.pdf", "written-check-key.pdf")
 #: The default sheet's inputs: numbers where the bank's follow-ups are general (a Gamma law of shape k,
 #: Sigma = I_d) or fixed (L = 1000, s = 2 and 8, the paper's covariance with gamma^2 = 0.5).
 DEFAULT = {
-    "ps1": {"k": 4, "lam": 2.0, "a": 1.0},
-    "ps2": {"sigma2": 4.0, "u": 0.25, "z": 2.0, "L": 2000},
-    "ps3": {"c": 1.5, "d": 4, "tau2": 0.25, "gamma2": 0.2, "L": 1000},
+    "ps1": {"form": "gamma", "k": 4, "lam": 2.0, "a": 1.0},
+    "ps2": {"form": "token variance", "sigma2": 4.0, "u": 0.25, "z": 2.0, "L": 2000},
+    "ps3": {"form": "isotropic", "c": 1.5, "d": 4, "tau2": 0.25, "gamma2": 0.2, "L": 1000},
+}
+#: Each question's two forms: a variant draws one per set, so that a key learnt by heart (the default's,
+#: or another seed's) answers at most the numbers of the forms it shares, never the derivations of the
+#: other. Set 1: Gamma tokens, or a two-point law; set 2: the tokens' variance changed, or the
+#: queries'; set 3: Sigma = c I_d, or two blocks c1 I_d1 and c2 I_d2.
+FORMS = {
+    "ps1": ("gamma", "two-point"),
+    "ps2": ("token variance", "query variance"),
+    "ps3": ("isotropic", "two blocks"),
 }
 #: What a variant draws from (set 1's shape: also not the variant's problem-set shape).
 DRAWS = {
@@ -114,6 +129,16 @@ DRAWS = {
     "tau2": (0.1, 0.2, 0.5, 1.0),
     "gamma2": (0.05, 0.1, 0.3, 0.5, 1.0),
     "L3": (500, 2000, 5000),
+    # the second forms
+    "x1": (-2.0, -1.0, 0.0),
+    "x2": (1.0, 2.0, 3.0),
+    "p": (0.2, 0.25, 0.4, 0.6, 0.75, 0.8),  # not 1/2, where the third cumulant vanishes
+    "a2": (-1.0, -0.5, 0.5, 1.0),
+    "q2": (0.25, 0.5, 2.0, 4.0),  # the queries' variance
+    "N": (20, 50, 100, 200),  # tokens that must count
+    "blocks": ((1, 2), (1, 3), (2, 2), (2, 3), (3, 2)),  # (d1, d2)
+    # (c1, c2): d2 / c2^2 < 4, so that whether the constant is finite depends on d1
+    "c_pair": ((1.5, 1.0), (2.0, 1.0), (1.25, 1.5), (1.5, 2.0), (2.0, 1.5), (1.0, 2.0)),
 }
 
 
@@ -172,8 +197,11 @@ def set_1_shape(variant: int) -> int:
 # --- the written check's inputs ------------------------------------------------------------------------------
 
 
-def _draw(rng: random.Random, shape: int) -> dict:
-    """One draw of a variant's inputs (``shape``: the Gamma shape of the variant's problem set 1)."""
+def _draw(rng: random.Random, shape: int, law: tuple) -> dict:
+    """One draw of a variant's inputs: each set's form (:data:`FORMS`), then its numbers (``shape``:
+    the Gamma shape of the variant's problem set 1; ``law``: its two-point law, which set 1's second
+    form avoids)."""
+    forms = {q: rng.choice(options) for q, options in FORMS.items()}
     lam = rng.choice(DRAWS["lam"])
     sigma2 = rng.choice(DRAWS["sigma2"])
     # the scale u well below the threshold 1 / sqrt(2 sigma^2): sigma^2 u^2 from 0.02 to 0.4
@@ -181,19 +209,22 @@ def _draw(rng: random.Random, shape: int) -> dict:
     c = rng.choice(DRAWS["c"])
     # not at the border d = 4 c^2, where lesson 5's constant is infinite only by a rounding error
     ds = [d for d in DRAWS["d"] if d != 4 * c * c]
-    return {
+    x = {
         "ps1": {
+            "form": forms["ps1"],
             "k": rng.choice([k for k in DRAWS["k"] if k != shape]),
             "lam": lam,
             "a": lam * rng.choice(DRAWS["a_over_lam"]),
         },
         "ps2": {
+            "form": forms["ps2"],
             "sigma2": sigma2,
             "u": rng.choice(us),
             "z": rng.choice(DRAWS["z"]),
             "L": rng.choice(DRAWS["L2"]),
         },
         "ps3": {
+            "form": forms["ps3"],
             "c": c,
             "d": rng.choice(ds),
             "tau2": rng.choice(DRAWS["tau2"]),
@@ -201,6 +232,27 @@ def _draw(rng: random.Random, shape: int) -> dict:
             "L": rng.choice(DRAWS["L3"]),
         },
     }
+    if forms["ps1"] == "two-point":  # not the variant's problem-set law, nor the default sets'
+        atoms = law[:3]
+        while atoms in (law[:3], DEFAULT_LAW[:3]):
+            atoms = tuple(rng.choice(DRAWS[n]) for n in ("x1", "x2", "p"))
+        x["ps1"] = {"form": "two-point", "x1": atoms[0], "x2": atoms[1], "p": atoms[2],
+                    "a": rng.choice(DRAWS["a2"])}  # fmt: skip
+    if forms["ps2"] == "query variance":
+        q2 = rng.choice(DRAWS["q2"])
+        # well below the threshold 1 / sqrt(2 sigma^2 q^2): sigma^2 u^2 q^2 from 0.02 to 0.4
+        us = [u for u in DRAWS["u"] if 0.02 <= sigma2 * u * u * q2 <= 0.4]
+        while not us:
+            sigma2 = rng.choice(DRAWS["sigma2"])
+            us = [u for u in DRAWS["u"] if 0.02 <= sigma2 * u * u * q2 <= 0.4]
+        x["ps2"] = {"form": "query variance", "sigma2": sigma2, "q2": q2, "u": rng.choice(us),
+                    "z": rng.choice(DRAWS["z"]), "N": rng.choice(DRAWS["N"])}  # fmt: skip
+    if forms["ps3"] == "two blocks":
+        d1, d2 = rng.choice(DRAWS["blocks"])
+        c1, c2 = rng.choice(DRAWS["c_pair"])
+        x["ps3"] = {"form": "two blocks", "c1": c1, "c2": c2, "d1": d1, "d2": d2,
+                    "tau2": x["ps3"]["tau2"], "gamma2": x["ps3"]["gamma2"], "L": x["ps3"]["L"]}  # fmt: skip
+    return x
 
 
 def _check_variant(variant) -> int | None:
@@ -217,22 +269,23 @@ def inputs(variant: int | None = None) -> dict:
     number of the key differs from the default key's (:func:`distinct`)."""
     if _check_variant(variant) is None:
         return {q: dict(x) for q, x in DEFAULT.items()}
-    shape = set_1_shape(
-        variant
-    )  # the variant's problem set 1 asks about Gamma tokens of this shape
+    sets = set_draws(random.Random(variant))  # the variant's problem set 1: its shape and its law
     rng = random.Random(f"written-check {variant}")  # not the sets' stream: their numbers stay
     default = numbers(key(DEFAULT))
     for _ in range(100):
-        drawn = _draw(rng, shape)
+        drawn = _draw(rng, sets["ps1_shape"], sets["ps1_law"])
         if distinct(numbers(key(drawn)), default):
             return drawn
     raise SystemExit(f"written_check: variant {variant}: no draw differs from the default key")
 
 
 def distinct(ours: dict, theirs: dict, rel: float = 1e-6) -> bool:
-    """Whether every number of ``ours`` (the key's, :func:`numbers`) differs from the same number of
-    ``theirs`` by more than ``rel`` (relative)."""
-    return all(abs(ours[k] - theirs[k]) > rel * max(abs(theirs[k]), 1e-12) for k in theirs)
+    """Whether every number of ``ours`` (the key's, :func:`numbers`) differs from the number of the
+    same name in ``theirs`` by more than ``rel`` (relative); a form that one key has and the other not
+    shares no name with it."""
+    return all(
+        abs(ours[k] - theirs[k]) > rel * max(abs(theirs[k]), 1e-12) for k in theirs if k in ours
+    )
 
 
 # --- the key's numbers ----------------------------------------------------------------------------------
@@ -260,12 +313,35 @@ def _close(x: float, y: float, what: str, rel: float = 1e-9) -> None:
 
 def key(x: dict) -> dict:
     """The key's numbers for the inputs ``x`` (those of :func:`inputs`), each computed by the library and
-    checked against its closed form."""
+    checked against its closed form; each set's by its form (:data:`FORMS`)."""
+    makers = {
+        "gamma": _key_gamma,
+        "two-point": _key_two_point,
+        "token variance": _key_token_variance,
+        "query variance": _key_query_variance,
+        "isotropic": _key_isotropic,
+        "two blocks": _key_two_blocks,
+    }
+    out = {}
+    for q in ("ps1", "ps2", "ps3"):
+        form = x[q].get("form")
+        if form not in FORMS[q]:
+            raise ValueError(f"{q}: form must be one of {FORMS[q]}, got {form!r}")
+        out[q] = {"form": form, **makers[form](x[q])}
+    return out
+
+
+def _scalar(v):
     import torch
-    from softlin import concentration, icl
+
+    return torch.tensor([[float(v)]], dtype=torch.float64)
+
+
+def _key_gamma(p1: dict) -> dict:
+    """Set 1, Gamma tokens: the limit at a tilt and its a^2 coefficient."""
+    import torch
 
     f64 = torch.float64
-    p1, p2, p3 = x["ps1"], x["ps2"], x["ps3"]
     k, lam, a = p1["k"], float(p1["lam"]), float(p1["a"])
     law = _gamma_law(k, lam)
     T = float(law.tilted_mean(torch.tensor([a], dtype=f64))[0])
@@ -275,13 +351,49 @@ def key(x: dict) -> dict:
     kappa3 = float(torch.func.jacfwd(lambda t: law.tilted_covariance(t)[0, 0])(zero)[0])
     coefficient = kappa3 / 2
     _close(coefficient, k / lam**3, "set 1: the a^2 coefficient", 1e-8)
-    one = {"k": k, "lam": lam, "a": a, "T": T, "kappa3": kappa3, "coefficient": coefficient}
+    return {"k": k, "lam": lam, "a": a, "T": T, "kappa3": kappa3, "coefficient": coefficient}
 
+
+def _two_point_law(x1: float, x2: float, p: float):
+    """The law with P(X = x1) = p, P(X = x2) = 1 - p as a softlin token law (its log-MGF)."""
+    import torch
+    from softlin.measures import TokenMeasure
+
+    class TwoPoint(TokenMeasure):
+        dim = 1
+
+        def log_mgf(self, a):
+            logs = torch.stack([math.log(p) + a[..., 0] * x1, math.log(1 - p) + a[..., 0] * x2])
+            return torch.logsumexp(logs, 0)
+
+    return TwoPoint()
+
+
+def _key_two_point(p1: dict) -> dict:
+    """Set 1, a two-point law: the limit at a tilt, its limits in a, and its a^2 coefficient."""
+    import torch
+
+    f64 = torch.float64
+    x1, x2, p, a = float(p1["x1"]), float(p1["x2"]), float(p1["p"]), float(p1["a"])
+    law = _two_point_law(x1, x2, p)
+    T = float(law.tilted_mean(torch.tensor([a], dtype=f64))[0])
+    w1, w2 = p * math.exp(a * x1), (1 - p) * math.exp(a * x2)
+    _close(T, (w1 * x1 + w2 * x2) / (w1 + w2), "set 1: T(a), two-point law")
+    zero = torch.zeros(1, dtype=f64)
+    kappa3 = float(torch.func.jacfwd(lambda t: law.tilted_covariance(t)[0, 0])(zero)[0])
+    r = 1 - p  # X = x1 + (x2 - x1) B with B ~ Bernoulli(r)
+    _close(kappa3, (x2 - x1) ** 3 * r * (1 - r) * (1 - 2 * r), "set 1: kappa_3, two-point", 1e-8)
+    return {"x1": x1, "x2": x2, "p": p, "a": a, "T": T, "kappa3": kappa3,
+            "coefficient": kappa3 / 2, "w1": w1, "w2": w2}  # fmt: skip
+
+
+def _key_token_variance(p2: dict) -> dict:
+    """Set 2, tokens N(0, sigma^2), queries N(0, 1): the threshold, the tokens that count, the
+    averaged constant."""
+    from softlin import concentration
+
+    scalar = _scalar
     sigma2, u, z, L = float(p2["sigma2"]), float(p2["u"]), float(p2["z"]), int(p2["L"])
-
-    def scalar(v):
-        return torch.tensor([[float(v)]], dtype=f64)
-
     threshold = 1 / math.sqrt(2 * sigma2)
     below = concentration.query_averaged_expansion(
         scalar(threshold * (1 - 1e-6)), scalar(1), scalar(sigma2)
@@ -302,7 +414,7 @@ def key(x: dict) -> dict:
     _close(
         averaged, sigma2 * ((1 - 2 * v2) ** -0.5 + v2 * (1 - 2 * v2) ** -1.5), "set 2: C_1", 1e-8
     )
-    two = {
+    return {
         "sigma2": sigma2,
         "u": u,
         "z": z,
@@ -314,6 +426,45 @@ def key(x: dict) -> dict:
         "averaged": averaged,
     }
 
+
+def _key_query_variance(p2: dict) -> dict:
+    """Set 2, tokens N(0, sigma^2), queries N(0, q^2): the threshold, the prompt length at which N
+    tokens count for one query, the averaged constant."""
+    from softlin import concentration
+
+    sigma2, q2, u, z, N = (float(p2[n]) for n in ("sigma2", "q2", "u", "z", "N"))
+    threshold = 1 / math.sqrt(2 * sigma2 * q2)
+
+    def averaged_at(scale):
+        return concentration.query_averaged_expansion(
+            _scalar(scale), _scalar(1), _scalar(sigma2), query_cov=_scalar(q2)
+        )[0]
+
+    below, above = averaged_at(threshold * (1 - 1e-6)), averaged_at(threshold * (1 + 1e-6))
+    if not (math.isfinite(below) and math.isinf(above)):
+        raise SystemExit(
+            f"written_check: set 2: the library's averaged constant is {below} below and {above} "
+            f"above the threshold u = {threshold} (queries N(0, {q2}))"
+        )
+    ratio = float(concentration.ess_ratio_expansion(_scalar(z), _scalar(u), _scalar(sigma2))[0][0])
+    s = sigma2 * u * u * z * z
+    _close(ratio, math.exp(-s), "set 2: e^{-s}")
+    length = math.ceil(N / ratio - 1e-9)  # the shortest prompt with L e^{-s} >= N
+    averaged = averaged_at(u)
+    v2 = sigma2 * u * u * q2
+    _close(
+        averaged, sigma2 * ((1 - 2 * v2) ** -0.5 + v2 * (1 - 2 * v2) ** -1.5), "set 2: C_1, q", 1e-8
+    )
+    return {"sigma2": sigma2, "q2": q2, "u": u, "z": z, "N": int(N), "threshold": threshold,
+            "s": s, "length": length, "v2": v2, "averaged": averaged}  # fmt: skip
+
+
+def _key_isotropic(p3: dict) -> dict:
+    """Set 3, Sigma = c I_d: b*^2, where lesson 5's constant is finite, C_lin and L'."""
+    import torch
+    from softlin import icl
+
+    f64 = torch.float64
     c, d, tau2, gamma2, L3 = float(p3["c"]), int(p3["d"]), float(p3["tau2"]), p3["gamma2"], p3["L"]
     Sigma = c * torch.eye(d, dtype=f64)
     A_star, b_star = icl.bayes_optimal_parameters(Sigma)
@@ -330,7 +481,7 @@ def key(x: dict) -> dict:
     const = icl.large_prompt_constants(Sigma, tau2=tau2, noise_var=float(gamma2))
     _close(const.linear, tau2 * (d + 1) * c * d, "set 3: C_lin", 1e-6)
     soft = round(const.softmax, 2)  # as the question prints it
-    three = {
+    return {
         "c": c,
         "d": d,
         "tau2": tau2,
@@ -346,25 +497,57 @@ def key(x: dict) -> dict:
         "scale": const.scale,
         "matched": L3 * const.linear / soft,
     }
-    return {"ps1": one, "ps2": two, "ps3": three}
+
+
+def _key_two_blocks(p3: dict) -> dict:
+    """Set 3, Sigma = diag(c1 I_d1, c2 I_d2): b*^2, where lesson 5's constant is finite (the smallest
+    d1, the rest fixed), C_lin and L'."""
+    import torch
+    from softlin import icl
+
+    f64 = torch.float64
+    c1, c2, d1, d2 = float(p3["c1"]), float(p3["c2"]), int(p3["d1"]), int(p3["d2"])
+    tau2, gamma2, L3 = float(p3["tau2"]), float(p3["gamma2"]), int(p3["L"])
+    Sigma = torch.diag(torch.tensor([c1] * d1 + [c2] * d2, dtype=f64))
+    A_star, b_star = icl.bayes_optimal_parameters(Sigma)
+    b2 = float(b_star) ** 2
+    inverse_square = d1 / c1**2 + d2 / c2**2  # tr Sigma^{-2}
+    _close(b2, math.sqrt(inverse_square), "set 3: b*^2, two blocks")
+    finite = math.isfinite(
+        icl.risk_fluctuation_constant(A_star, b_star, Sigma, allow_infinite=True)
+    )
+    if finite != (inverse_square > 4) or inverse_square == 4:
+        raise SystemExit(f"written_check: set 3: tr Sigma^-2 = {inverse_square}: finite {finite}")
+    # finite iff d1 / c1^2 > 4 - d2 / c2^2: the smallest such d1 (at least 1)
+    d_min = max(1, math.floor(c1 * c1 * (4 - d2 / c2**2)) + 1)
+    d, trace = d1 + d2, c1 * d1 + c2 * d2
+    const = icl.large_prompt_constants(Sigma, tau2=tau2, noise_var=gamma2)
+    _close(const.linear, tau2 * (d + 1) * trace, "set 3: C_lin, two blocks", 1e-6)
+    soft = round(const.softmax, 2)  # as the question prints it
+    return {"c1": c1, "c2": c2, "d1": d1, "d2": d2, "d": d, "trace": trace, "tau2": tau2,
+            "gamma2": gamma2, "L": L3, "b2": b2, "b4": inverse_square, "d_min": d_min,
+            "finite": finite, "C_lin": const.linear, "C_soft": const.softmax,
+            "C_soft_printed": soft, "scale": const.scale, "matched": L3 * const.linear / soft}  # fmt: skip
 
 
 def numbers(k: dict) -> dict:
     """The key's answers, one number each (what a student writes), by name: what differs between the
-    default and a variant (:func:`distinct`)."""
+    default and a variant (:func:`distinct`). The names of set 1's and set 2's second forms differ
+    where the answer does (``ps1 domain`` is the Gamma law's; ``ps2 length`` the query form's)."""
     one, two, three = k["ps1"], k["ps2"], k["ps3"]
-    return {
-        "ps1 domain": one["lam"],
-        "ps1 T": one["T"],
-        "ps1 coefficient": one["coefficient"],
-        "ps2 threshold": two["threshold"],
-        "ps2 tokens": two["tokens"],
-        "ps2 averaged": two["averaged"],
-        "ps3 b2": three["b2"],
-        "ps3 d_min": three["d_min"],
-        "ps3 C_lin": three["C_lin"],
-        "ps3 matched": three["matched"],
-    }
+    out = {}
+    if one["form"] == "gamma":
+        out["ps1 domain"] = one["lam"]
+    out["ps1 T"], out["ps1 coefficient"] = one["T"], one["coefficient"]
+    out["ps2 threshold"] = two["threshold"]
+    if two["form"] == "token variance":
+        out["ps2 tokens"] = two["tokens"]
+    else:
+        out["ps2 length"] = two["length"]
+    out["ps2 averaged"] = two["averaged"]
+    for name in ("b2", "d_min", "C_lin", "matched"):
+        out[f"ps3 {name}"] = three[name]
+    return out
 
 
 # --- the sheet ---------------------------------------------------------------------------------------------
@@ -409,8 +592,20 @@ def _x(n: float) -> str:
 
 
 def questions(k: dict) -> list[Question]:
-    """The three questions, with their answers and scoring, for the key's numbers ``k``."""
-    one, two, three = k["ps1"], k["ps2"], k["ps3"]
+    """The three questions, with their answers and scoring, for the key's numbers ``k`` (each set's in
+    its form)."""
+    makers = {
+        "gamma": _q_gamma,
+        "two-point": _q_two_point,
+        "token variance": _q_token_variance,
+        "query variance": _q_query_variance,
+        "isotropic": _q_isotropic,
+        "two blocks": _q_two_blocks,
+    }
+    return [makers[k[q]["form"]](k[q]) for q in ("ps1", "ps2", "ps3")]
+
+
+def _q_gamma(one: dict) -> Question:
     kk, lam, a = one["k"], one["lam"], one["a"]
     q1 = Question(
         1,
@@ -464,6 +659,10 @@ def questions(k: dict) -> list[Question]:
         "set 1, question 2 and its follow-up (Gamma tokens of shape k), with numbers; part (c) asks "
         "for a Taylor coefficient, as question 1 does",
     )
+    return q1
+
+
+def _q_token_variance(two: dict) -> Question:
     s2, u, z, L = two["sigma2"], two["u"], two["z"], two["L"]
     tokens = two["tokens"]
     few = (
@@ -526,6 +725,10 @@ def questions(k: dict) -> list[Question]:
         "set 2, question 2's follow-up (tokens 𝒩(0, σ²)) and question 1's (how many tokens count), "
         f"here at L = {L} and for one query",
     )
+    return q2
+
+
+def _q_isotropic(three: dict) -> Question:
     c, d, tau2, gamma2, L3 = three["c"], three["d"], three["tau2"], three["gamma2"], three["L"]
     finite = three["finite"]
     q3 = Question(
@@ -549,7 +752,7 @@ def questions(k: dict) -> list[Question]:
             Part(
                 "b",
                 1,
-                "Lesson 5's constant C at (A⋆, b⋆) is finite if and only if Σ^{−1} − 2A⋆ᵀΣA⋆ is "
+                "Lesson 5's constant C⋆ at (A⋆, b⋆) is finite if and only if Σ^{−1} − 2A⋆ᵀΣA⋆ is "
                 f"positive definite. At c = {g(c)}, for which d is it finite? Is it at d = {d}?",
                 22,
                 "A⋆ᵀΣA⋆ = Σ^{−1}/b⋆², so Σ^{−1} − 2A⋆ᵀΣA⋆ = (1 − 2/b⋆²)Σ^{−1}: positive definite iff "
@@ -588,7 +791,189 @@ def questions(k: dict) -> list[Question]:
         "set 3, question 1's follow-up (Σ = I_{d}), here with Σ = c·I_{d}, and question 3's (label "
         "noise), with C_{soft} given",
     )
-    return [q1, q2, q3]
+    return q3
+
+
+def _q_two_point(one: dict) -> Question:
+    x1, x2, p, a = one["x1"], one["x2"], one["p"], one["a"]
+    r = 1 - p
+    return Question(
+        1,
+        "Problem set 1: attention on measures",
+        f"Tokens X in one dimension take the value x₁ = {g(x1)} with probability p = {g(p)} and "
+        f"x₂ = {g(x2)} otherwise. A query tilts them by a: the infinite-prompt output T(a) is the mean "
+        "of the tilted law, which gives each value a weight proportional to e^{ax} times its "
+        "probability.",
+        [
+            Part(
+                "a",
+                2,
+                "For which tilts a does T(a) exist? Derive T(a), and its limits as a → +∞ and "
+                "a → −∞.",
+                40,
+                f"𝔼 e^{{aX}} = p e^{{a x₁}} + (1 − p) e^{{a x₂}} is finite for every a, so T(a) exists "
+                "for every tilt. The tilted law puts the weights w₁ = p e^{ax₁} and "
+                "w₂ = (1 − p) e^{ax₂} (normalised) on x₁ and x₂: "
+                "T(a) = (x₁w₁ + x₂w₂)/(w₁ + w₂) = Λ′(a), Λ(a) = log 𝔼 e^{aX}. It runs between the two "
+                f"values: T(a) → x₂ = {g(x2)} as a → +∞ and x₁ = {g(x1)} as a → −∞ (the largest, or "
+                "smallest, token takes all the weight: a lookup).",
+                "every a, with its reason (a bounded law), T(a) derived as the tilted mean, and both "
+                "limits",
+                "T(a) right with no domain or no limits, or the right route with a slip",
+                "otherwise, and for the Gaussian's affine limit",
+            ),
+            Part(
+                "b",
+                1,
+                f"Evaluate T(a) at a = {g(a)}.",
+                14,
+                f"w₁ = {g(p)} e^{{{g(a * x1)}}} = {g(one['w1'])}, w₂ = {g(1 - p)} e^{{{g(a * x2)}}} = "
+                f"{g(one['w2'])}: T({g(a)}) = ({_x(x1)} × {g(one['w1'])} + {_x(x2)} × "
+                f"{g(one['w2'])})/({g(one['w1'])} + {g(one['w2'])}) = {g(one['T'])}.",
+                f"the value {g(one['T'])} (the exact expression counts)",
+                "the right expression evaluated with a slip",
+                "otherwise",
+            ),
+            Part(
+                "c",
+                1,
+                "What is the coefficient of a² in the Taylor expansion of T(a) around a = 0? Which "
+                "cumulant of X is it, up to a factor?",
+                20,
+                "T(a) = Λ′(a) = Σⱼ κ_{j+1} aʲ/j!, so the coefficient of a² is κ₃/2!, half the third "
+                "cumulant. With X = x₁ + (x₂ − x₁)B, B ~ Bernoulli(r), r = 1 − p: "
+                f"κ₃ = (x₂ − x₁)³ r(1 − r)(1 − 2r) = {g((x2 - x1) ** 3)} × {g(r * (1 - r))} × "
+                f"{_x(1 - 2 * r)} = {g(one['kappa3'])}, so the coefficient is {g(one['coefficient'])}.",
+                f"κ₃/2 and its value {g(one['coefficient'])}",
+                "one of the two: κ₃/2 with a wrong value, or the value without the cumulant",
+                "otherwise (the third moment about 0, or κ₃ without the 1/2!)",
+            ),
+        ],
+        "set 1, question 3's follow-up (a two-point law) with other values and weights; part (c) "
+        "asks for a Taylor coefficient, as question 1 does",
+    )
+
+
+def _q_query_variance(two: dict) -> Question:
+    s2, q2, u, z, N = two["sigma2"], two["q2"], two["u"], two["z"], two["N"]
+    return Question(
+        2,
+        "Problem set 2: concentration",
+        f"Tokens 𝒩(0, σ²) in one dimension, σ² = {g(s2)}; a query z ~ 𝒩(0, q²), q² = {g(q2)}, tilts "
+        "them by a = uz (lesson 3's scalar model, U = u, V = 1, with wider or narrower queries). For "
+        "one query, a prompt of L tokens acts like about L e^{−s} tokens of the tilted law, with "
+        "s = σ²a², and L 𝔼(T_{L} − T)² → C₁(z) = e^{s}(σ² + σ⁴a²).",
+        [
+            Part(
+                "a",
+                2,
+                "Above which scale u is the average of C₁(z) over the queries infinite? Derive the "
+                f"threshold, and give it for σ² = {g(s2)} and q² = {g(q2)}.",
+                38,
+                "𝔼_{z} C₁ = ∫ e^{σ²u²z²}(σ² + σ⁴u²z²) e^{−z²/(2q²)} dz/√(2πq²): the integrand is "
+                "e^{(σ²u² − 1/(2q²))z²} times a polynomial, integrable if and only if σ²u²q² < 1/2. "
+                f"So the average is infinite for u ≥ 1/√(2σ²q²) = 1/√{g(2 * s2 * q2)} = "
+                f"{g(two['threshold'])}. Equivalently, z = qY with Y ~ 𝒩(0, 1) turns the scale u "
+                "into qu, and the tokens' scale into σ: the threshold (σqu)² = 1/2.",
+                f"σ²u²q² < 1/2 from the Gaussian integral, and the value {g(two['threshold'])}",
+                "the right threshold with no reason, or the integral with a slip (q or σ not squared, "
+                "q forgotten)",
+                "otherwise, and for the bank's answer with its inputs, u² = 1/2 or σ²u² = 1/2",
+            ),
+            Part(
+                "b",
+                1,
+                f"At u = {g(u)}, how long must a prompt be for about N = {N} tokens to count for the "
+                f"query z = {g(z)}?",
+                14,
+                f"s = σ²u²z² = {g(s2)} × {g(u * u)} × {g(z * z)} = {g(two['s'])}, and L e^{{−s}} ≥ N "
+                f"gives L ≥ N e^{{s}} = {N} e^{{{g(two['s'])}}} ≈ {two['length']} tokens.",
+                f"s = {g(two['s'])} and L ≈ {two['length']} (N e^{{s}}, the exact expression, counts)",
+                "s or N e^{s} with a slip (z or σ not squared; L = N e^{−s})",
+                "otherwise",
+            ),
+            Part(
+                "c",
+                1,
+                "For σ² = q² = 1 the average is C̄(v) = (1 − 2v²)^{−1/2} + v²(1 − 2v²)^{−3/2} at scale "
+                f"v. Use it to give the average C̄₁ at σ² = {g(s2)}, q² = {g(q2)} and u = {g(u)}.",
+                20,
+                "Tokens σY′ and queries qY: the error at scale u is σ² times the standard one at scale "
+                f"σqu, so C̄₁ = σ² C̄(σqu) with v² = σ²q²u² = {g(two['v2'])}: {g(s2)} × "
+                f"({g(1 - 2 * two['v2'])}^{{−1/2}} + {g(two['v2'])} × {g(1 - 2 * two['v2'])}^{{−3/2}}) "
+                f"= {g(two['averaged'])}.",
+                f"σ² C̄(σqu) and its value {g(two['averaged'])} (the exact expression counts)",
+                "the scale σqu right, the factor σ² missing, or an arithmetic slip",
+                "otherwise (C̄(σu), q forgotten)",
+            ),
+        ],
+        "set 2, question 2's follow-up (tokens 𝒩(0, σ²)) with the queries' variance changed too, and "
+        "question 1's (how many tokens count) turned round: the prompt length for N of them",
+    )
+
+
+def _q_two_blocks(three: dict) -> Question:
+    c1, c2, d1, d2 = three["c1"], three["c2"], three["d1"], three["d2"]
+    tau2, gamma2, L3, d = three["tau2"], three["gamma2"], three["L"], three["d"]
+    finite = three["finite"]
+    return Question(
+        3,
+        "Problem set 3: in-context regression",
+        f"Lessons 5 and 6: inputs x ~ 𝒩(0, Σ) in dimension d = d₁ + d₂ = {d}, with Σ diagonal: "
+        f"c₁ = {g(c1)} on its first d₁ = {d1} coordinates and c₂ = {g(c2)} on the other d₂ = {d2}. "
+        "The limit (A⋆, b⋆) of the balanced flow predicts exactly, b⋆ΣA⋆ = I, and is balanced, "
+        "‖A⋆‖_{F} = b⋆.",
+        [
+            Part(
+                "a",
+                2,
+                "Derive b⋆² for this Σ, and evaluate it.",
+                40,
+                "b⋆ΣA⋆ = I gives A⋆ = Σ^{−1}/b⋆, so ‖A⋆‖_{F}² = tr(Σ^{−2})/b⋆² = b⋆² and "
+                f"b⋆⁴ = tr(Σ^{{−2}}) = d₁/c₁² + d₂/c₂² = {g(three['b4'])}: "
+                f"b⋆² = {g(three['b2'])}.",
+                f"A⋆ = Σ^{{−1}}/b⋆, then b⋆⁴ = d₁/c₁² + d₂/c₂², b⋆² = {g(three['b2'])}",
+                "the formula stated without the derivation, or the derivation with a slip (c not "
+                "squared, tr Σ^{−1})",
+                "otherwise, and for the bank's answer with its input, Σ = I's b⋆² = √d",
+            ),
+            Part(
+                "b",
+                1,
+                "Lesson 5's constant C⋆ at (A⋆, b⋆) is finite if and only if Σ^{−1} − 2A⋆ᵀΣA⋆ is "
+                "positive definite. Is it finite here? With c₁, c₂ and d₂ fixed, from which d₁ on is "
+                "it finite?",
+                22,
+                "A⋆ᵀΣA⋆ = Σ^{−1}/b⋆², so Σ^{−1} − 2A⋆ᵀΣA⋆ = (1 − 2/b⋆²)Σ^{−1}: positive definite iff "
+                f"b⋆² > 2, that is d₁/c₁² + d₂/c₂² > 4. Here b⋆² = {g(three['b2'])}: "
+                + ("finite. " if finite else "infinite. ")
+                + f"It is finite for d₁ > c₁²(4 − d₂/c₂²) = {g(c1 * c1 * (4 - d2 / c2**2))}, that is "
+                f"from d₁ = {three['d_min']} on.",
+                f"{'finite' if finite else 'infinite'} here, and d₁ ≥ {three['d_min']}",
+                "one of the two",
+                "otherwise, and for the bank's answer with its input, Σ = I's d > 4",
+            ),
+            Part(
+                "c",
+                1,
+                f"Now tasks w ~ 𝒩(0, τ²I), τ² = {g(tau2)}, and label noise of variance "
+                f"γ² = {g(gamma2)}. Give C_{{lin}}. With C_{{soft}} = {three['C_soft_printed']:.2f} "
+                "here (the best scale, found numerically), at which prompt length L′ does the best "
+                "linear attention's excess over the Bayes risk equal the best softmax attention's at "
+                f"L = {L3} (an excess ≈ C/L)?",
+                26,
+                f"C_{{lin}} = τ²(d + 1) tr Σ = {g(tau2)} × {d + 1} × {g(three['trace'])} = "
+                f"{g(three['C_lin'])}: the noise does not enter. C_{{lin}}/L′ = C_{{soft}}/L gives "
+                f"L′ = {L3} × {g(three['C_lin'])}/{three['C_soft_printed']:.2f} ≈ "
+                f"{three['matched']:.0f}.",
+                f"C_{{lin}} = {g(three['C_lin'])} and L′ ≈ {three['matched']:.0f}",
+                "one of the two, or both with an arithmetic slip",
+                "otherwise (C_{lin} grown with the noise; L′ = L C_{soft}/C_{lin})",
+            ),
+        ],
+        "set 3, question 1's follow-up (Σ = I_{d}), here with Σ in two blocks, and question 3's "
+        "(label noise), with C_{soft} given",
+    )
 
 
 TITLE = "Softmax attention: written check"
@@ -694,7 +1079,7 @@ SCORING = (
 NUMBERS = (
     "The numbers of this key are computed by written_check.py (`make problem-sets`, or its copy in "
     "the problem sets' build folder) from the "
-    "softlin library (the Gamma law's tilted mean and covariance by automatic differentiation of its "
+    "softlin library (the token law's tilted mean and covariance by automatic differentiation of its "
     "log-MGF; concentration.ess_ratio_expansion and query_averaged_expansion; "
     "icl.bayes_optimal_parameters, risk_fluctuation_constant and large_prompt_constants), each checked "
     "against its closed form."
