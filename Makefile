@@ -57,6 +57,13 @@ sync: $(STAMP)
 students: $(STAMP)
 	$(PY) tools/student_notebooks.py
 
+## The student edition of the site: the built book without the pages for instructors (the plan, the run
+## sheets, the grading reference, the kit's rebuild), decks included: _build/student-site/_build/html/
+## (tools/student_site.py; from the stage `make book` built, no chapter runs again).
+student-site: $(STAMP)
+	test -f _build/stage/_build/html/index.html || $(MAKE) book
+	$(PY) tools/student_site.py
+
 ## One PDF for the chain of results, per lesson and per lab from the built site (headless Chromium, the
 ## site's print style): _build/handouts/chain_of_results.pdf, NN_name.pdf and labs/NN_name.pdf; and per
 ## lesson a reading handout without the code cells' input (outputs, figures, explorers kept), for reading

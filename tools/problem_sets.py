@@ -820,15 +820,17 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "(or, with network, "
         f'`pip install otter-grader==7.0.0 ipykernel torch scipy "{softlin}"`).',
         "2. Grade a class at once: `python grade_all.py NAME submissions/` runs otter on every "
-        "notebook of `submissions/` and writes `graded/grades-NAME.csv` (the gradebook, with the "
-        "columns of `--grade --csv` below: the autograded points per question, an empty column per "
-        "question graded by hand and an empty `manual_awarded` for you to fill in, then the points "
-        "possible; the questions come from NAME/questions.json) and `graded/feedback/FILE.md` per "
-        "student (per question, the points, the messages of the failed public checks, those the "
-        "student can run with `grader.check`, and only how many hidden checks failed: no hidden "
-        "test's message, input or expected value): return those files. One submission by hand: "
-        "`mkdir -p results/FILE && otter run -a NAME/autograder/autograder.zip -o results/FILE "
-        "FILE.ipynb`.",
+        "notebook of `submissions/`. It writes two things:",
+        "   - `graded/grades-NAME.csv`, the gradebook: the autograded points per question, an empty "
+        "column per question graded by hand and an empty `manual_awarded` for you to fill in, then "
+        "the points possible (the columns of `--grade --csv` below; the questions come from "
+        "NAME/questions.json);",
+        "   - `graded/feedback/FILE.md` per student, to return: per question, the points, the "
+        "messages of the failed public checks (those the student can run with `grader.check`) and "
+        "only how many hidden checks failed, with no hidden test's message, input or expected value.",
+        "",
+        "   One submission by hand: `mkdir -p results/FILE && otter run -a "
+        "NAME/autograder/autograder.zip -o results/FILE FILE.ipynb`.",
         "3. Keep otter's `results.json` files (in `graded/results/`) to yourself: their output "
         "text quotes the hidden tests.",
         "4. Grade the questions graded by hand with each set's rubric.md.",

@@ -1,0 +1,104 @@
+"""The student edition of the site (tools/student_site.py, `make student-site`): the built book without the
+pages for instructors.
+
+* References to an instructors' page, or to a label defined on one, become their text; other references
+  stay as they are; a link to an instructors' page in a deck becomes its text.
+* Built from the test build's stage: no instructors' page is built, no page or deck links to one, no page
+  names one in its navigation, every relative link and image of every page and deck resolves to a file of
+  the edition, and the lessons and labs are all there.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+import student_site
+from build_book import labs, lessons
+
+ROOT = Path(__file__).resolve().parents[1]
+GONE = {"instructor-kit", "instructor-problem-sets", "sets-for-grades", "run-sheets"}
+
+
+def test_the_instructors_pages_define_the_labels_the_rewrite_removes():
+    assert student_site.labels(ROOT) == GONE
+
+
+def test_references_to_the_instructors_pages_become_their_text():
+    text = (
+        "See {doc}`instructor` for a plan, {doc}`For instructors <instructor>` and "
+        "{doc}`grading`; {ref}`problem set 2 <instructor-problem-sets>`'s question 4, "
+        "{ref}`sets-for-grades`; kept: {doc}`01_measure_view`, {ref}`the lab <lab-ch7-query-average>`."
+    )
+    out = student_site.student_source(text, GONE)
+    assert out == (
+        "See the instructors' edition of this site for a plan, For instructors and "
+        "the instructors' edition of this site; problem set 2's question 4, "
+        "the instructors' edition of this site; kept: {doc}`01_measure_view`, "
+        "{ref}`the lab <lab-ch7-query-average>`."
+    )
+
+
+def test_a_deck_s_link_to_an_instructors_page_becomes_its_text():
+    deck = (
+        '<p><a href="../book/01_measure_view.html">The lesson</a> · <a href="../book/labs/01_'
+        'measure_view.html">its lab</a> · <a href="../book/instructor.html">for instructors</a></p>'
+    )
+    assert student_site.unlink(deck) == (
+        '<p><a href="../book/01_measure_view.html">The lesson</a> · <a href="../book/labs/01_'
+        'measure_view.html">its lab</a></p>'
+    )
+    index = (
+        '<p>The plan that uses them, session by session: <a href="../book/instructor.html">For '
+        'instructors</a>.\nThe book: <a href="../index.html">home page</a>.</p>'
+    )
+    assert student_site.unlink(index) == '<p>The book: <a href="../index.html">home page</a>.</p>'
+    other = 'see <a href="../book/grading.html#sets-for-grades">grading</a>'
+    assert student_site.unlink(other) == "see grading"
+
+
+def test_the_table_of_contents_loses_only_the_instructors_pages():
+    toc = (ROOT / "_toc.yml").read_text()
+    kept = student_site._toc(toc)
+    for name in student_site.INSTRUCTOR_PAGES:
+        assert f"- file: book/{name}\n" in toc and f"book/{name}\n" not in kept, name
+    assert kept.count("- file:") == toc.count("- file:") - len(student_site.INSTRUCTOR_PAGES)
+
+
+def _links(page: Path) -> list[str]:
+    text = page.read_text(errors="replace")
+    return re.findall(r"""(?:href|src)=["']([^"']+)["']""", text)
+
+
+@pytest.mark.book
+def test_the_student_site_has_no_instructors_page_and_no_broken_link(built_book, tmp_path):
+    rc, log, stage = built_book
+    assert rc == 0, log[-3000:]
+    html = student_site.build(stage, tmp_path / "student-site")
+    names = student_site.INSTRUCTOR_PAGES
+    for name in names:
+        assert not (html / "book" / f"{name}.html").exists(), name
+    for md in [*lessons(ROOT), *labs(ROOT)]:
+        page = md.relative_to(ROOT / "book").with_suffix(".html")
+        assert (html / "book" / page).is_file(), page
+    pages = sorted(html.glob("book/**/*.html")) + sorted(html.glob("slides/*.html"))
+    pages.append(html / "index.html")
+    assert len(pages) > 20, len(pages)
+    broken, named = [], []
+    for page in pages:
+        text = page.read_text(errors="replace")
+        if re.search(r"For instructors|Run sheets|Problem sets and grading", text):
+            named.append(page.name)
+        for link in _links(page):
+            url = urlparse(link)
+            if url.scheme or link.startswith(("#", "//")) or not url.path:
+                continue
+            target = (page.parent / unquote(url.path)).resolve()
+            if target.is_dir():
+                target = target / "index.html"
+            if Path(url.path).stem in names or not target.exists():
+                broken.append(f"{page.relative_to(html)}: {link}")
+    assert not broken, f"{len(broken)} broken or instructors' links: {broken[:20]}"
+    assert not named, f"pages that still name an instructors' page: {named}"

@@ -1,0 +1,140 @@
+#!/usr/bin/env python
+"""The student edition of the site (`make student-site`): the built book without the instructors' pages.
+
+    python tools/student_site.py     # -> _build/student-site/_build/html/index.html
+
+The site that ``make book`` builds is the whole book: lessons, labs, the chain of results, the quizzes,
+and the pages for instructors (the plan, the run sheets, the grading reference, how to rebuild the kit),
+which say where the sets' model answers live and how the written check is made. A lecturer who hands
+students a site of their own gives them this edition instead: the same executed pages, built from the same
+stage (``_build/stage``, no chapter runs again), with :data:`INSTRUCTOR_PAGES` left out of the table of
+contents and the build.
+
+* **Sources.** The stage's sources are copied to ``_build/student-site`` (its ``_build`` folder apart);
+  the table of contents loses the instructors' pages; every reference to one of them or to a label
+  defined on one (``{doc}`For instructors <instructor>```, ``{ref}`problem set 2
+  <instructor-problem-sets>```) becomes its text (:func:`student_source`), so the build, run with
+  warnings as errors like the book's, has no dangling reference.
+* **Slides.** The decks are copied from the book's site (they are drawn from the same executed lessons),
+  each link to an instructors' page reduced to its text (:func:`unlink`). Their presenter notes stay:
+  they hold the exercises' answers, which the site's folded solutions show anyway.
+* **Not copied**: the problem sets' student versions (hand them out with the sets) and the built kit.
+
+tests/test_student_site.py checks the rewriting, and builds the edition from the test build's stage: no
+instructors' page, no link to one, every internal link resolving.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+STAGE = ROOT / "_build" / "stage"
+OUT = ROOT / "_build" / "student-site"
+#: The pages for instructors (book/NAME.md), left out of the student edition.
+INSTRUCTOR_PAGES = ("instructor", "run_sheets", "grading", "adapting")
+
+
+def labels(stage: Path = STAGE) -> set[str]:
+    """The MyST labels, ``(label)=``, defined on the instructors' pages of ``stage``."""
+    found: set[str] = set()
+    for name in INSTRUCTOR_PAGES:
+        page = stage / "book" / f"{name}.md"
+        if not page.exists():
+            raise FileNotFoundError(
+                f"{page}: the stage has no page {name!r}; run `make book` first"
+            )
+        found |= set(re.findall(r"^\(([\w-]+)\)=", page.read_text(), re.M))
+    return found
+
+
+def student_source(text: str, gone_labels: set[str]) -> str:
+    """``text`` (a page's MyST, or a notebook's JSON) with every reference to an instructors' page, or to a
+    label in ``gone_labels``, reduced to its text: ``{doc}`Title <instructor>``` becomes ``Title``, a bare
+    ``{doc}`instructor``` becomes "the instructors' edition of this site", and ``{ref}`text <label>``` ``text``."""
+    pages = "|".join(map(re.escape, INSTRUCTOR_PAGES))
+    text = re.sub(rf"\{{doc\}}`([^`<]+?)\s*<(?:\.\./)?(?:{pages})>`", r"\1", text)
+    text = re.sub(
+        rf"\{{doc\}}`(?:\.\./)?(?:{pages})`", "the instructors' edition of this site", text
+    )
+    if gone_labels:
+        names = "|".join(map(re.escape, sorted(gone_labels)))
+        text = re.sub(rf"\{{ref\}}`([^`<]+?)\s*<(?:{names})>`", r"\1", text)
+        text = re.sub(rf"\{{ref\}}`(?:{names})`", "the instructors' edition of this site", text)
+    return text
+
+
+def unlink(html: str) -> str:
+    """``html`` without its links to an instructors' page: a deck's "· for instructors" and the deck
+    list's sentence that points at the plan go; any other such link is replaced by its text."""
+    pages = "|".join(map(re.escape, INSTRUCTOR_PAGES))
+    link = rf'<a\s[^>]*href="(?:\.\./)*(?:book/)?(?:{pages})\.html(?:#[^"]*)?"[^>]*>(.*?)</a>'
+    html = re.sub(rf"\s*·\s*{link}", "", html, flags=re.S)  # a deck's line of links
+    html = re.sub(rf"The plan that uses them[^<]*{link}\.\s*", "", html, flags=re.S)  # the list's
+    return re.sub(link, r"\1", html, flags=re.S)
+
+
+def _toc(text: str) -> str:
+    """The table of contents without the instructors' pages."""
+    pages = "|".join(map(re.escape, INSTRUCTOR_PAGES))
+    kept = [
+        line
+        for line in text.splitlines()
+        if not re.match(rf"\s*- file: book/(?:{pages})\s*$", line)
+    ]
+    return "\n".join(kept) + "\n"
+
+
+def build(stage: Path = STAGE, out: Path = OUT) -> Path:
+    """Build the student edition of ``stage`` (a built book's stage) into ``out``; returns its html folder.
+
+    Raises FileNotFoundError when ``stage`` holds no built site, RuntimeError when the build fails (its
+    log's tail)."""
+    stage, out = Path(stage), Path(out)
+    if not (stage / "_build" / "html" / "index.html").exists():
+        raise FileNotFoundError(f"{stage}: no built site there; run `make book` first")
+    gone = labels(stage)
+    if out.exists():
+        shutil.rmtree(out)
+    shutil.copytree(stage, out, ignore=lambda d, names: ["_build"] if Path(d) == stage else [])
+    (out / "_toc.yml").write_text(_toc((stage / "_toc.yml").read_text()))
+    for name in INSTRUCTOR_PAGES:
+        (out / "book" / f"{name}.md").unlink()
+    for path in [*out.glob("book/**/*.md"), *out.glob("book/**/*.ipynb")]:
+        text = path.read_text()
+        new = student_source(text, gone)
+        if new != text:
+            path.write_text(new)
+    jb = Path(sys.executable).parent / "jupyter-book"
+    cmd = [str(jb) if jb.exists() else "jupyter-book", "build", "-W", "--keep-going", str(out)]
+    run = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if run.returncode:
+        raise RuntimeError(
+            f"student site: jupyter-book build failed:\n{(run.stdout + run.stderr)[-3000:]}"
+        )
+    html = out / "_build" / "html"
+    slides = stage / "_build" / "html" / "slides"
+    if slides.is_dir():
+        shutil.copytree(slides, html / "slides")
+        for deck in (html / "slides").glob("*.html"):
+            deck.write_text(unlink(deck.read_text()))
+    return html
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--stage", type=Path, default=STAGE, help="a built book's stage")
+    parser.add_argument("--out", type=Path, default=OUT, help="where to build the edition")
+    args = parser.parse_args(argv)
+    html = build(args.stage, args.out)
+    print(f"Student site: {html / 'index.html'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
