@@ -10,7 +10,7 @@ JOBS   ?= 2
 
 LINTED := lib tools tests bench
 
-.PHONY: install vendor book check test bench sync students handouts problem-sets slides paper-experiment clean
+.PHONY: install vendor book check test bench sync students student-site handouts problem-sets slides paper-experiment clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
