@@ -905,12 +905,14 @@ assert "google.colab" in str(get_ipython())
 
 
 @pytest.mark.book
+@pytest.mark.parametrize("where", ["colab", "renamed"])
 @pytest.mark.parametrize("name", SETS)
-def test_the_student_versions_check_answers_under_colab(built, tmp_path, name):
+def test_the_student_versions_check_answers_under_colab(built, tmp_path, name, where):
     """A student version, run as Colab runs it (``google.colab`` present, otter-grader in its Colab
-    mode, no notebook file and no tests/ folder in the working directory), loads its public checks
-    from its setup cell and runs them: a question answered with the solution's functions passes its
-    public checks, the others fail them (they do not raise), and ``grader.check_all()`` runs."""
+    mode, no notebook file and no tests/ folder in the working directory), or saved under another name
+    in a plain kernel (``smith.ipynb``: otter cannot find the notebook it names), loads its public
+    checks from its setup cell and runs them: a question answered with the solution's functions passes
+    its public checks, the others fail them (they do not raise), and ``grader.check_all()`` runs."""
     import nbformat
     import papermill
     from build_book import LocalKernelManager
@@ -931,10 +933,14 @@ def test_the_student_versions_check_answers_under_colab(built, tmp_path, name):
     for cell in blanks[:-1]:  # all but the last, which stays blank: its check must fail, not raise
         cell.source = answers[cell.source.splitlines()[0]]
     filled = len(blanks) - 1
-    student.cells.insert(0, nbformat.v4.new_code_cell(FAKE_COLAB))
-    source, cwd = tmp_path / "in" / f"{name}.ipynb", tmp_path / "content"
-    source.parent.mkdir()
-    cwd.mkdir()
+    if where == "colab":
+        student.cells.insert(0, nbformat.v4.new_code_cell(FAKE_COLAB))
+        source, cwd = tmp_path / "in" / f"{name}.ipynb", tmp_path / "content"
+    else:
+        cwd = tmp_path / "content"
+        source = cwd / "smith.ipynb"
+    source.parent.mkdir(exist_ok=True)
+    cwd.mkdir(exist_ok=True)
     nbformat.write(student, source)
     ran = papermill.execute_notebook(
         str(source),
@@ -948,7 +954,7 @@ def test_the_student_versions_check_answers_under_colab(built, tmp_path, name):
     public = sorted(student.metadata["otter"]["tests"])
     folder = cwd / problem_sets.colab_folder(name)
     assert sorted(p.stem for p in folder.glob("*.py")) == public, name
-    assert not list(cwd.glob("*.ipynb")) and not (cwd / "tests").exists(), name
+    assert not (cwd / f"{name}.ipynb").exists() and not (cwd / "tests").exists(), name
 
     def text(cell):
         return "".join(

@@ -5,7 +5,8 @@ pages for instructors.
   stay as they are; a link to an instructors' page in a deck becomes its text.
 * Built from the test build's stage: no instructors' page is built, no page or deck links to one, no page
   names one in its navigation, every relative link and image of every page and deck resolves to a file of
-  the edition, and the lessons and labs are all there.
+  the edition, and the lessons and labs are all there, with their exercises but no solution; the decks
+  carry no presenter note.
 """
 
 from __future__ import annotations
@@ -59,6 +60,14 @@ def test_a_deck_s_link_to_an_instructors_page_becomes_its_text():
     assert student_site.unlink(other) == "see grading"
 
 
+def test_a_deck_loses_its_presenter_notes_and_keeps_its_slides():
+    deck = (
+        '<section><h2>Exercises</h2><p>Ask.</p>\n<aside class="notes" data-x="1"><p>The answer: '
+        "C(u) = 2.12.</p></aside>\n</section>"
+    )
+    assert student_site.without_notes(deck) == "<section><h2>Exercises</h2><p>Ask.</p>\n</section>"
+
+
 def test_the_table_of_contents_loses_only_the_instructors_pages():
     toc = (ROOT / "_toc.yml").read_text()
     kept = student_site._toc(toc)
@@ -83,6 +92,11 @@ def test_the_student_site_has_no_instructors_page_and_no_broken_link(built_book,
     for md in [*lessons(ROOT), *labs(ROOT)]:
         page = md.relative_to(ROOT / "book").with_suffix(".html")
         assert (html / "book" / page).is_file(), page
+    for md in lessons(ROOT):
+        page = (html / "book" / md.with_suffix(".html").name).read_text()
+        assert 'class="exercise' in page and 'class="solution' not in page, md.name
+    for deck in html.glob("slides/*.html"):
+        assert 'class="notes"' not in deck.read_text(), deck.name
     pages = sorted(html.glob("book/**/*.html")) + sorted(html.glob("slides/*.html"))
     pages.append(html / "index.html")
     assert len(pages) > 20, len(pages)

@@ -619,11 +619,13 @@ def add_requirements(nb, name: str = "set"):
 
 GRADER = 'grader = otter.Notebook("{name}.ipynb")'
 COLAB_SETUP = """\
-# The public checks, for Colab: run this cell as it is, nothing to read in it. (In Colab the kernel
-# cannot see this notebook's metadata, where the checks are kept; this copy of them goes to a folder.)
+# The public checks, for Colab or a renamed copy: run this cell as it is, nothing to read in it. (There
+# the kernel cannot see this notebook's metadata, where the checks are kept; this copy goes to a folder.)
 {checks_name} = "{packed}"
-if "google.colab" in sys.modules:
-    import base64, json, os, zlib
+import os
+
+if "google.colab" in sys.modules or not os.path.exists("{name}.ipynb"):
+    import base64, json, zlib
 
     os.makedirs("{folder}", exist_ok=True)
     for _q, _test in json.loads(zlib.decompress(base64.b64decode({checks_name}))).items():
@@ -661,8 +663,10 @@ def add_colab_checks(notebook: Path, name: str) -> None:
     otter-grader 7 reads a notebook's public checks from its metadata only when it can open the notebook
     file; under Colab it refuses metadata checks and requires a folder of test files, and the kernel's
     working directory holds neither the notebook nor such a folder. So the setup cell's
-    ``grader = otter.Notebook(...)`` line becomes: under Colab, write the public checks (carried, packed,
-    in the cell itself) to :func:`colab_folder` and load them from there; elsewhere, the line as it was.
+    ``grader = otter.Notebook(...)`` line becomes: under Colab, or where the notebook's file is not in the
+    working directory under its own name (a copy saved as ``smith_ps1.ipynb``, or ``ps1_measures (1).ipynb``
+    as a browser saves it), write the public checks (carried, packed, in the cell itself) to
+    :func:`colab_folder` and load them from there; elsewhere, the line as it was.
     Only public checks are packed: a hidden one in the metadata is an error."""
     import nbformat
 

@@ -15,13 +15,16 @@ contents and the build.
   defined on one (``{doc}`For instructors <instructor>```, ``{ref}`problem set 2
   <instructor-problem-sets>```) becomes its text (:func:`student_source`), so the build, run with
   warnings as errors like the book's, has no dangling reference.
+* **No solutions.** Like the student notebooks (``make students``), the edition leaves out every
+  ``{solution}`` block (``student_notebooks.strip_solutions``, one implementation): the in-class
+  exercises are worked in class, and the numerical ones still check an answer on the page.
 * **Slides.** The decks are copied from the book's site (they are drawn from the same executed lessons),
-  each link to an instructors' page reduced to its text (:func:`unlink`). Their presenter notes stay:
-  they hold the exercises' answers, which the site's folded solutions show anyway.
+  without their presenter notes (:func:`without_notes`: they hold the exercises' answers and the
+  timings) and with each link to an instructors' page reduced to its text (:func:`unlink`).
 * **Not copied**: the problem sets' student versions (hand them out with the sets) and the built kit.
 
 tests/test_student_site.py checks the rewriting, and builds the edition from the test build's stage: no
-instructors' page, no link to one, every internal link resolving.
+instructors' page, no link to one, no solution, no presenter note, every internal link resolving.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 ROOT = Path(__file__).resolve().parents[1]
 STAGE = ROOT / "_build" / "stage"
 OUT = ROOT / "_build" / "student-site"
@@ -79,6 +83,27 @@ def unlink(html: str) -> str:
     return re.sub(link, r"\1", html, flags=re.S)
 
 
+def without_notes(html: str) -> str:
+    """A deck's ``html`` without its presenter notes (reveal.js's ``<aside class="notes">``)."""
+    return re.sub(r'<aside class="notes"[^>]*>.*?</aside>\s*', "", html, flags=re.S)
+
+
+def _strip_notebook_solutions(path: Path) -> int:
+    """Remove the ``{solution}`` blocks of the notebook ``path``'s Markdown cells (in place)."""
+    import nbformat
+    from student_notebooks import strip_solutions
+
+    nb = nbformat.read(path, as_version=4)
+    removed = 0
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source, n = strip_solutions(cell.source)
+            removed += n
+    if removed:
+        nbformat.write(nb, path)
+    return removed
+
+
 def _toc(text: str) -> str:
     """The table of contents without the instructors' pages."""
     pages = "|".join(map(re.escape, INSTRUCTOR_PAGES))
@@ -105,11 +130,17 @@ def build(stage: Path = STAGE, out: Path = OUT) -> Path:
     (out / "_toc.yml").write_text(_toc((stage / "_toc.yml").read_text()))
     for name in INSTRUCTOR_PAGES:
         (out / "book" / f"{name}.md").unlink()
+    from student_notebooks import strip_solutions
+
     for path in [*out.glob("book/**/*.md"), *out.glob("book/**/*.ipynb")]:
         text = path.read_text()
         new = student_source(text, gone)
+        if path.suffix == ".md":
+            new = strip_solutions(new)[0]
         if new != text:
             path.write_text(new)
+        if path.suffix == ".ipynb":
+            _strip_notebook_solutions(path)
     jb = Path(sys.executable).parent / "jupyter-book"
     cmd = [str(jb) if jb.exists() else "jupyter-book", "build", "-W", "--keep-going", str(out)]
     run = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -122,7 +153,7 @@ def build(stage: Path = STAGE, out: Path = OUT) -> Path:
     if slides.is_dir():
         shutil.copytree(slides, html / "slides")
         for deck in (html / "slides").glob("*.html"):
-            deck.write_text(unlink(deck.read_text()))
+            deck.write_text(without_notes(unlink(deck.read_text())))
     return html
 
 
