@@ -774,7 +774,8 @@ def _q_isotropic(three: dict) -> Question:
                 "c",
                 1,
                 f"Now tasks w ~ 𝒩(0, τ²I), τ² = {g(tau2)}, and label noise of variance "
-                f"γ² = {g(gamma2)}. Give C_{{lin}}. With C_{{soft}} = {three['C_soft_printed']:.2f} "
+                f"γ² = {g(gamma2)}. Give C_{{lin}} = τ²(d + 1) tr Σ. With C_{{soft}} = "
+                f"{three['C_soft_printed']:.2f} "
                 "here (the best scale, found numerically), at which prompt length L′ does the best "
                 "linear attention's excess over the Bayes risk equal the best softmax attention's at "
                 f"L = {L3} (an excess ≈ C/L)?",
@@ -957,7 +958,8 @@ def _q_two_blocks(three: dict) -> Question:
                 "c",
                 1,
                 f"Now tasks w ~ 𝒩(0, τ²I), τ² = {g(tau2)}, and label noise of variance "
-                f"γ² = {g(gamma2)}. Give C_{{lin}}. With C_{{soft}} = {three['C_soft_printed']:.2f} "
+                f"γ² = {g(gamma2)}. Give C_{{lin}} = τ²(d + 1) tr Σ. With C_{{soft}} = "
+                f"{three['C_soft_printed']:.2f} "
                 "here (the best scale, found numerically), at which prompt length L′ does the best "
                 "linear attention's excess over the Bayes risk equal the best softmax attention's at "
                 f"L = {L3} (an excess ≈ C/L)?",
