@@ -279,8 +279,11 @@ def test_chapter_pages_are_light_and_keep_their_icons(reader, f):
 
 @pytest.mark.parametrize("f", CHAPTERS)
 def test_self_checks_say_where_they_run(reader, f):
+    """On the site every exercise's check says where it runs: in the box below it (softlin-reader.js,
+    a number's check) or, as for every check, in Colab or Jupyter."""
     text = reader[(f, 1280)]["text"]
-    assert "run this cell in Colab or Jupyter to check your answer" in text
+    assert "run the cell in Colab or Jupyter" in text
+    assert "No answer yet" not in text, "the notebook's sentence, not the site's"
 
 
 HANDOUTS = ["01_measure_view", "05_icl_linear_regression", "labs/05_icl_linear_regression"]

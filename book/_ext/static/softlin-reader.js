@@ -178,8 +178,8 @@
   function answerBoxes() {
     // a check whose answer is a function has no box: on the site, say where it runs
     document.querySelectorAll(".softlin-no-answer:not(.softlin-answer-box)").forEach(function (note) {
-      note.textContent = "This check runs in Colab or Jupyter (replace None by your answer and run " +
-        "the cell); the solution is folded below.";
+      note.textContent = "This check needs a kernel: replace None by your answer and run the cell " +
+        "in Colab or Jupyter.";
     });
     document.querySelectorAll(".softlin-answer-box").forEach(function (note) {
       var d = note.dataset, size = parseInt(d.size, 10), q = parseInt(d.q, 10);
