@@ -125,3 +125,24 @@ def chromium_path() -> str:
 @pytest.fixture
 def gen():
     return __import__("torch").Generator().manual_seed(1234)
+
+
+@pytest.fixture(scope="module")
+def offline_page(built_book):
+    """A headless Chromium page at 1280 x 900 on the built site, every http(s) and ws(s) request
+    refused: (page, the site's html folder, the URLs it requested)."""
+    import re
+
+    from playwright.sync_api import sync_playwright
+
+    rc, log, stage = built_book
+    assert rc == 0, log[-3000:]
+    requests: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context.route(re.compile(r"^(https?|wss?)://"), lambda route: route.abort())
+        page = context.new_page()
+        page.on("request", lambda r: requests.append(r.url))
+        yield page, stage / "_build" / "html", requests
+        browser.close()

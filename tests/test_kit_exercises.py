@@ -164,24 +164,6 @@ def test_the_harness_tries_an_answer_at_the_stated_precision_and_one_outside(cap
 FREE_KEYS = [label for label, key in KEYS.items() if key.inputs is None and not key.objects]
 
 
-@pytest.fixture(scope="module")
-def lesson_pages(built_book):
-    from conftest import chromium_path
-    from playwright.sync_api import sync_playwright
-
-    rc, log, stage = built_book
-    assert rc == 0, log[-3000:]
-    requests: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        context.route(re.compile(r"^(https?|wss?)://"), lambda route: route.abort())
-        page = context.new_page()
-        page.on("request", lambda r: requests.append(r.url))
-        yield page, stage / "_build" / "html", requests
-        browser.close()
-
-
 def _type_and_check(form, text: str) -> str:
     form.query_selector("input").fill(text)
     form.query_selector("button").click()
@@ -191,14 +173,14 @@ def _type_and_check(form, text: str) -> str:
 @pytest.mark.browser
 @pytest.mark.book
 @pytest.mark.parametrize("md", LESSONS, ids=page_name)
-def test_the_site_checks_a_numerical_answer_without_a_kernel(lesson_pages, md):
+def test_the_site_checks_a_numerical_answer_without_a_kernel(offline_page, md):
     """On the built site each exercise whose answer is a number or a few numbers has a box under its
     check cell (book/_ext/static/softlin-reader.js): for the keys this test can compute, the key
     rounded to the stated digits is "Correct", an answer 1.5 units of the last digit off is "Not yet",
     text is refused; and no request leaves the page."""
     from softlin.book.widgets import _as_array, _in_float64
 
-    page, html, requests = lesson_pages
+    page, html, requests = offline_page
     del requests[:]
     page.goto((html / "book" / f"{md.stem}.html").as_uri(), wait_until="load")
     boxes = {

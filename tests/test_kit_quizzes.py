@@ -116,24 +116,6 @@ def _exercise_quizzes(page, url: str) -> list[dict]:
     return seen
 
 
-@pytest.fixture(scope="module")
-def browser_page(built_book):
-    from conftest import chromium_path
-    from playwright.sync_api import sync_playwright
-
-    rc, log, stage = built_book
-    assert rc == 0, log[-3000:]
-    requests: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        context.route(re.compile(r"^(https?|wss?)://"), lambda route: route.abort())
-        page = context.new_page()
-        page.on("request", lambda r: requests.append(r.url))
-        yield page, stage / "_build" / "html", requests
-        browser.close()
-
-
 def _assert_quizzes_work(seen, where):
     assert seen, f"{where}: no quiz on the page"
     for s in seen:
@@ -145,8 +127,8 @@ def _assert_quizzes_work(seen, where):
 
 @pytest.mark.browser
 @pytest.mark.book
-def test_the_quizzes_page_works_without_a_kernel_or_network(browser_page):
-    page, html, requests = browser_page
+def test_the_quizzes_page_works_without_a_kernel_or_network(offline_page):
+    page, html, requests = offline_page
     del requests[:]
     seen = _exercise_quizzes(page, (html / "book" / "quizzes.html").as_uri())
     _assert_quizzes_work(seen, "quizzes page")
@@ -159,8 +141,8 @@ def test_the_quizzes_page_works_without_a_kernel_or_network(browser_page):
 @pytest.mark.browser
 @pytest.mark.book
 @pytest.mark.parametrize("md", LESSONS, ids=page_name)
-def test_every_lesson_page_shows_its_quiz(browser_page, md):
-    page, html, _ = browser_page
+def test_every_lesson_page_shows_its_quiz(offline_page, md):
+    page, html, _ = offline_page
     seen = _exercise_quizzes(page, (html / "book" / f"{md.stem}.html").as_uri())
     assert len(seen) == len(quiz_questions(md.stem)), (
         f"{md.stem}: its page shows {len(seen)} quiz questions; the lesson needs its quiz cell "

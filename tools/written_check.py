@@ -728,8 +728,31 @@ def _q_token_variance(two: dict) -> Question:
     return q2
 
 
+def _part_linear(three: dict, d: int, trace: float) -> Part:
+    """Set 3's part (c), in both forms: C_lin (its formula given) and the matching prompt length."""
+    tau2, gamma2, L3 = three["tau2"], three["gamma2"], three["L"]
+    return Part(
+        "c",
+        1,
+        f"Now tasks w ~ 𝒩(0, τ²I), τ² = {g(tau2)}, and label noise of variance "
+        f"γ² = {g(gamma2)}. Give C_{{lin}} = τ²(d + 1) tr Σ. With C_{{soft}} = "
+        f"{three['C_soft_printed']:.2f} "
+        "here (the best scale, found numerically), at which prompt length L′ does the best "
+        "linear attention's excess over the Bayes risk equal the best softmax attention's at "
+        f"L = {L3} (an excess ≈ C/L)?",
+        26,
+        f"C_{{lin}} = τ²(d + 1) tr Σ = {g(tau2)} × {d + 1} × {g(trace)} = {g(three['C_lin'])}: "
+        "the noise does not enter. C_{lin}/L′ = C_{soft}/L gives "
+        f"L′ = {L3} × {g(three['C_lin'])}/{three['C_soft_printed']:.2f} ≈ "
+        f"{three['matched']:.0f}.",
+        f"C_{{lin}} = {g(three['C_lin'])} and L′ ≈ {three['matched']:.0f}",
+        "one of the two, or both with an arithmetic slip",
+        "otherwise (C_{lin} grown with the noise; L′ = L C_{soft}/C_{lin})",
+    )
+
+
 def _q_isotropic(three: dict) -> Question:
-    c, d, tau2, gamma2, L3 = three["c"], three["d"], three["tau2"], three["gamma2"], three["L"]
+    c, d = three["c"], three["d"]
     finite = three["finite"]
     q3 = Question(
         3,
@@ -770,24 +793,7 @@ def _q_isotropic(three: dict) -> Question:
                 "one of the two",
                 "otherwise, and for the bank's answer with its input, Σ = I's d > 4",
             ),
-            Part(
-                "c",
-                1,
-                f"Now tasks w ~ 𝒩(0, τ²I), τ² = {g(tau2)}, and label noise of variance "
-                f"γ² = {g(gamma2)}. Give C_{{lin}} = τ²(d + 1) tr Σ. With C_{{soft}} = "
-                f"{three['C_soft_printed']:.2f} "
-                "here (the best scale, found numerically), at which prompt length L′ does the best "
-                "linear attention's excess over the Bayes risk equal the best softmax attention's at "
-                f"L = {L3} (an excess ≈ C/L)?",
-                26,
-                f"C_{{lin}} = τ²(d + 1) tr Σ = {g(tau2)} × {d + 1} × {g(c * d)} = {g(three['C_lin'])}: "
-                "the noise does not enter. C_{lin}/L′ = C_{soft}/L gives "
-                f"L′ = {L3} × {g(three['C_lin'])}/{three['C_soft_printed']:.2f} ≈ "
-                f"{three['matched']:.0f}.",
-                f"C_{{lin}} = {g(three['C_lin'])} and L′ ≈ {three['matched']:.0f}",
-                "one of the two, or both with an arithmetic slip",
-                "otherwise (C_{lin} grown with the noise; L′ = L C_{soft}/C_{lin})",
-            ),
+            _part_linear(three, d, c * d),
         ],
         "set 3, question 1's follow-up (Σ = I_{d}), here with Σ = c·I_{d}, and question 3's (label "
         "noise), with C_{soft} given",
@@ -915,7 +921,7 @@ def _q_query_variance(two: dict) -> Question:
 
 def _q_two_blocks(three: dict) -> Question:
     c1, c2, d1, d2 = three["c1"], three["c2"], three["d1"], three["d2"]
-    tau2, gamma2, L3, d = three["tau2"], three["gamma2"], three["L"], three["d"]
+    d = three["d"]
     finite = three["finite"]
     return Question(
         3,
@@ -954,24 +960,7 @@ def _q_two_blocks(three: dict) -> Question:
                 "one of the two",
                 "otherwise, and for the bank's answer with its input, Σ = I's d > 4",
             ),
-            Part(
-                "c",
-                1,
-                f"Now tasks w ~ 𝒩(0, τ²I), τ² = {g(tau2)}, and label noise of variance "
-                f"γ² = {g(gamma2)}. Give C_{{lin}} = τ²(d + 1) tr Σ. With C_{{soft}} = "
-                f"{three['C_soft_printed']:.2f} "
-                "here (the best scale, found numerically), at which prompt length L′ does the best "
-                "linear attention's excess over the Bayes risk equal the best softmax attention's at "
-                f"L = {L3} (an excess ≈ C/L)?",
-                26,
-                f"C_{{lin}} = τ²(d + 1) tr Σ = {g(tau2)} × {d + 1} × {g(three['trace'])} = "
-                f"{g(three['C_lin'])}: the noise does not enter. C_{{lin}}/L′ = C_{{soft}}/L gives "
-                f"L′ = {L3} × {g(three['C_lin'])}/{three['C_soft_printed']:.2f} ≈ "
-                f"{three['matched']:.0f}.",
-                f"C_{{lin}} = {g(three['C_lin'])} and L′ ≈ {three['matched']:.0f}",
-                "one of the two, or both with an arithmetic slip",
-                "otherwise (C_{lin} grown with the noise; L′ = L C_{soft}/C_{lin})",
-            ),
+            _part_linear(three, d, three["trace"]),
         ],
         "set 3, question 1's follow-up (Σ = I_{d}), here with Σ in two blocks, and question 3's "
         "(label noise), with C_{soft} given",
