@@ -387,52 +387,12 @@ def _key_two_point(p1: dict) -> dict:
             "coefficient": kappa3 / 2, "w1": w1, "w2": w2}  # fmt: skip
 
 
-def _key_token_variance(p2: dict) -> dict:
-    """Set 2, tokens N(0, sigma^2), queries N(0, 1): the threshold, the tokens that count, the
-    averaged constant."""
+def _set2_core(sigma2: float, q2: float, u: float, z: float) -> dict:
+    """Set 2, tokens N(0, sigma^2) and queries N(0, q^2) (q^2 = 1 for the tokens' form): the
+    threshold on u, e^{-s} at the query z and the averaged constant, each the library's, checked
+    against its closed form."""
     from softlin import concentration
 
-    scalar = _scalar
-    sigma2, u, z, L = float(p2["sigma2"]), float(p2["u"]), float(p2["z"]), int(p2["L"])
-    threshold = 1 / math.sqrt(2 * sigma2)
-    below = concentration.query_averaged_expansion(
-        scalar(threshold * (1 - 1e-6)), scalar(1), scalar(sigma2)
-    )[0]
-    above = concentration.query_averaged_expansion(
-        scalar(threshold * (1 + 1e-6)), scalar(1), scalar(sigma2)
-    )[0]
-    if not (math.isfinite(below) and math.isinf(above)):
-        raise SystemExit(
-            f"written_check: set 2: the library's averaged constant is {below} below and {above} "
-            f"above the threshold u = {threshold}"
-        )
-    ratio = float(concentration.ess_ratio_expansion(scalar(z), scalar(u), scalar(sigma2))[0][0])
-    s = sigma2 * u * u * z * z
-    _close(ratio, math.exp(-s), "set 2: e^{-s}")
-    averaged = concentration.query_averaged_expansion(scalar(u), scalar(1), scalar(sigma2))[0]
-    v2 = sigma2 * u * u
-    _close(
-        averaged, sigma2 * ((1 - 2 * v2) ** -0.5 + v2 * (1 - 2 * v2) ** -1.5), "set 2: C_1", 1e-8
-    )
-    return {
-        "sigma2": sigma2,
-        "u": u,
-        "z": z,
-        "L": L,
-        "threshold": threshold,
-        "s": s,
-        "tokens": L * ratio,
-        "v2": v2,
-        "averaged": averaged,
-    }
-
-
-def _key_query_variance(p2: dict) -> dict:
-    """Set 2, tokens N(0, sigma^2), queries N(0, q^2): the threshold, the prompt length at which N
-    tokens count for one query, the averaged constant."""
-    from softlin import concentration
-
-    sigma2, q2, u, z, N = (float(p2[n]) for n in ("sigma2", "q2", "u", "z", "N"))
     threshold = 1 / math.sqrt(2 * sigma2 * q2)
 
     def averaged_at(scale):
@@ -449,14 +409,33 @@ def _key_query_variance(p2: dict) -> dict:
     ratio = float(concentration.ess_ratio_expansion(_scalar(z), _scalar(u), _scalar(sigma2))[0][0])
     s = sigma2 * u * u * z * z
     _close(ratio, math.exp(-s), "set 2: e^{-s}")
-    length = math.ceil(N / ratio - 1e-9)  # the shortest prompt with L e^{-s} >= N
     averaged = averaged_at(u)
     v2 = sigma2 * u * u * q2
     _close(
-        averaged, sigma2 * ((1 - 2 * v2) ** -0.5 + v2 * (1 - 2 * v2) ** -1.5), "set 2: C_1, q", 1e-8
+        averaged, sigma2 * ((1 - 2 * v2) ** -0.5 + v2 * (1 - 2 * v2) ** -1.5), "set 2: C_1", 1e-8
     )
-    return {"sigma2": sigma2, "q2": q2, "u": u, "z": z, "N": int(N), "threshold": threshold,
-            "s": s, "length": length, "v2": v2, "averaged": averaged}  # fmt: skip
+    return {"threshold": threshold, "s": s, "ratio": ratio, "v2": v2, "averaged": averaged}
+
+
+def _key_token_variance(p2: dict) -> dict:
+    """Set 2, tokens N(0, sigma^2), queries N(0, 1): the threshold, the tokens that count, the
+    averaged constant."""
+    sigma2, u, z, L = float(p2["sigma2"]), float(p2["u"]), float(p2["z"]), int(p2["L"])
+    core = _set2_core(sigma2, 1.0, u, z)
+    return {"sigma2": sigma2, "u": u, "z": z, "L": L, "threshold": core["threshold"],
+            "s": core["s"], "tokens": L * core["ratio"], "v2": core["v2"],
+            "averaged": core["averaged"]}  # fmt: skip
+
+
+def _key_query_variance(p2: dict) -> dict:
+    """Set 2, tokens N(0, sigma^2), queries N(0, q^2): the threshold, the prompt length at which N
+    tokens count for one query, the averaged constant."""
+    sigma2, q2, u, z, N = (float(p2[n]) for n in ("sigma2", "q2", "u", "z", "N"))
+    core = _set2_core(sigma2, q2, u, z)
+    length = math.ceil(N / core["ratio"] - 1e-9)  # the shortest prompt with L e^{-s} >= N
+    return {"sigma2": sigma2, "q2": q2, "u": u, "z": z, "N": int(N),
+            "threshold": core["threshold"], "s": core["s"], "length": length, "v2": core["v2"],
+            "averaged": core["averaged"]}  # fmt: skip
 
 
 def _key_isotropic(p3: dict) -> dict:
