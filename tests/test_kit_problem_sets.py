@@ -10,14 +10,13 @@ graded locally without Docker.
   point; the blank student version gets none; a plausible wrong answer gets less than all of its
   question's points: set 1's fourth central moment in place of the fourth cumulant, set 2's Gaussian
   constant e^{a^2}(1 + a^2) for exponential tokens and the centred queries' constant (the mean of the
-  queries ignored) for the off-centre question, and set 3's guessed c = 1/4 in place of the best
-  c.
+  queries ignored) for the off-centre question, set 3's guessed c = 1/4 in place of the best
+  c, and Theorem 5.2's cap (or the largest start without its factor 2) for set 3's largest start.
 * The public checks carry no points (all autograded points are on hidden checks), so an answer that
   only passes the public checks, such as a stub returning constants, earns nothing.
 * Shortcuts score nothing on their question (public check included): set 2's simulation replaced by
-  C_1 typed in or C_1 plus seeded noise (the hidden checks redraw the prompts from the seed), set 3's
-  questions 1 and 4 answered by the library's constants (the checks watch the function run), and set
-  3's question 3 answered by the guesses e and 1 (its checks involve the 1/d^2 coefficient too).
+  C_1 typed in or C_1 plus seeded noise (the hidden checks redraw the prompts from the seed), and set
+  3's questions 1 and 4 answered by the library's constants (the checks watch the function run).
 * The setup cell imports everything before the grader line; no public check uses what another
   question defines; a variant's rate of the exponential tokens takes many values; "1 point", not
   "1 points".
@@ -481,22 +480,42 @@ WRONG = {
         "    c = best_c(d)\n"
         "    return (1 - c) / (c * (1 - 2 * c) ** (d / 2 + 1) * (d + 1))\n",
     ),
-    # l and k right, the second correction left at 0: the points for l and k, not those for k2
-    "ps3 q3 the second correction missed": (
+    # the theorem's cap sqrt(2) / (d^(1/4) ||Sigma||_op) in place of the largest start: a sufficient
+    # alpha, not the largest (equal only by accident)
+    "ps3 q3 the theorem's cap, not the largest start": (
         "ps3_regression",
         "q3",
-        "# BEGIN SOLUTION NO PROMPT",
-        "ratio_limit, ratio_correction, ratio_second = math.e, 1.0, 0.0\n",
+        "def largest_start",
+        "def largest_start(Sigma, Pi):\n"
+        "    d = Sigma.shape[0]\n"
+        "    return math.sqrt(2) / (d**0.25 * float(torch.linalg.matrix_norm(Sigma, ord=2)))\n",
+    ),
+    # the factor 2 of the cross term dropped: alpha_max / sqrt(2)
+    "ps3 q3 the factor 2 dropped": (
+        "ps3_regression",
+        "q3",
+        "def largest_start",
+        "def largest_start(Sigma, Pi):\n"
+        "    SP = Sigma @ Pi\n"
+        "    return math.sqrt(float(torch.trace(SP @ Sigma)) / float(torch.trace(SP @ SP @ Sigma)))\n",
     ),
 }
 
+
 # Answers at exactly the precision a question asks for: full marks on it (set, question, cell, answer).
+def _tilted_mean(values: dict) -> float:
+    """The answer to set 1's question 3 for these inputs: the two-point law's tilted mean."""
+    w1 = values["p1"] * math.exp(values["tilt"] * values["x1"])
+    w2 = values["p2"] * math.exp(values["tilt"] * values["x2"])
+    return (w1 * values["x1"] + w2 * values["x2"]) / (w1 + w2)
+
+
 ROUNDED = {
-    "ps3 q3 to three and two significant digits": (
-        "ps3_regression",
+    "ps1 q3 to three significant digits": (
+        "ps1_measures",
         "q3",
         "# BEGIN SOLUTION NO PROMPT",
-        "ratio_limit, ratio_correction, ratio_second = 2.72, 1.00, -0.67\n",
+        f"two_point_limit = {_tilted_mean(problem_sets.parameters()['ps1_measures']):.3g}\n",
     ),
 }
 
@@ -643,13 +662,6 @@ def test_the_sets_build_and_grade_without_docker(built, tmp_path):
     old = json.loads(path.read_text()) if path.exists() else {}
     path.write_text(json.dumps({**old, "problem_sets": report}, indent=1))
     print(json.dumps(report, indent=1))
-
-
-def _tilted_mean(values: dict) -> float:
-    """The answer to set 1's question 3 for these inputs: the two-point law's tilted mean."""
-    w1 = values["p1"] * math.exp(values["tilt"] * values["x1"])
-    w2 = values["p2"] * math.exp(values["tilt"] * values["x2"])
-    return (w1 * values["x1"] + w2 * values["x2"]) / (w1 + w2)
 
 
 @pytest.mark.book

@@ -1,7 +1,7 @@
 """The written check (tools/written_check.py, built by `make problem-sets`): a sheet ready to print and its
 answer key.
 
-* The sheet: the title, "20 minutes, closed book, pen and paper", three questions of 4 points, one per
+* The sheet: the title, "30 minutes, closed book, pen and paper", three questions of 4 points, one per
   set, with parts (a) 2, (b) 1, (c) 1 and room to write; self-contained HTML (no script, no link) with
   an A4 print style; where headless Chromium and pdfinfo are installed, it prints on at most 2 pages.
 * The key: every part's answer with its numbers and its scoring (full, half, none), 0 to 4 per question
@@ -214,7 +214,7 @@ def test_the_sheet_and_the_key(tmp_path, seed):
     for ext in ("md", "html"):
         sheet = (tmp_path / f"written-check.{ext}").read_text()
         key = (tmp_path / f"written-check-key.{ext}").read_text()
-        assert "20 minutes, closed book, pen and paper" in sheet
+        assert "30 minutes, closed book, pen and paper" in sheet
         assert [int(n) for n in re.findall(r"Question (\d) \(4 points\)", sheet)] == [1, 2, 3]
         assert ("(variant)" in sheet) == (seed is not None)
         parts = re.findall(r"\(([abc])\)(?:</strong>|\*\*) \[(\d)", sheet)

@@ -426,6 +426,9 @@ def parameters(variant: int | None = None) -> dict[str, dict]:
             "q1_dims": x["ps3_dims"][0],
             "q2_seed": x["ps3_seeds"][1],
             "q2_dims": x["ps3_dims"][1],
+            # question 3 takes question 2's dimensions and a seed of its own derived from question 2's
+            "q3_seed": x["ps3_seeds"][1] + 1,
+            "q3_dims": x["ps3_dims"][1],
             "q4_seed": x["ps3_seeds"][2],
             "q4_cases": x["ps3_cases"],
         },
@@ -903,7 +906,7 @@ def written_check_lines(out: Path, variant: int | None) -> list[str]:
     )
     return [
         "written-check.html and written-check.md: a written check ready to print, instead of the "
-        "oral one (book/grading.md): 20 minutes in class, closed book, pen and paper, three questions "
+        "oral one (book/grading.md): 30 minutes in class, closed book, pen and paper, three questions "
         "of 4 points, one per set, each a follow-up of the oral bank with inputs changed, on at most "
         f"two A4 pages; {print_it}. written-check-key.html and written-check-key.md (and "
         "written-check-key.pdf beside the sheet's PDF) give each answer in full with its numbers and "

@@ -774,7 +774,7 @@ def _q_isotropic(three: dict) -> Question:
             ),
             _part_linear(three, d, c * d),
         ],
-        "set 3, question 1's follow-up (Σ = I_{d}), here with Σ = c·I_{d}, and question 3's (label "
+        "set 3, question 1's follow-up (Σ = I_{d}), here with Σ = c·I_{d}, and question 4's (label "
         "noise), with C_{soft} given",
     )
     return q3
@@ -941,14 +941,14 @@ def _q_two_blocks(three: dict) -> Question:
             ),
             _part_linear(three, d, three["trace"]),
         ],
-        "set 3, question 1's follow-up (Σ = I_{d}), here with Σ in two blocks, and question 3's "
+        "set 3, question 1's follow-up (Σ = I_{d}), here with Σ in two blocks, and question 4's "
         "(label noise), with C_{soft} given",
     )
 
 
 TITLE = "Softmax attention: written check"
 INSTRUCTIONS = (
-    "**20 minutes, closed book, pen and paper.** Three questions, one per problem set, 4 points each "
+    "**30 minutes, closed book, pen and paper.** Three questions, one per problem set, 4 points each "
     "(12 in all); the points of each part are in brackets. Answer in the space below each part and "
     "show how you get each result. No calculator is needed: an exact expression, such as "
     "1000 e^{−1/2} or 3√2, is a full answer."
