@@ -639,9 +639,9 @@ def test_handouts_print_one_pdf_per_lesson_and_lab(site, tmp_path):
     assert 1 <= len(re.findall(rb"/Type\s*/Page[^s]", chain)) <= 2, "chain_of_results.pdf"
     # the lecturer's run sheets: each session starts a page (its print style), so three pages in
     # all means that each session's sheet fits on one
-    sheets = (out / "run_sheets.pdf").read_bytes()
+    sheets = (out / "instructor" / "run_sheets.pdf").read_bytes()
     pages = len(re.findall(rb"/Type\s*/Page[^s]", sheets))
-    assert pages == 3, f"run_sheets.pdf: {pages} pages; one per session (3) expected"
+    assert pages == 3, f"instructor/run_sheets.pdf: {pages} pages; one per session (3) expected"
     for md in [*lessons(ROOT), *labs(ROOT)]:  # a handout per lesson, and per lab beside it
         pdf = (out / f"{page_name(md)}.pdf").read_bytes()
         pages = len(re.findall(rb"/Type\s*/Page[^s]", pdf))

@@ -5,13 +5,14 @@ lesson again without its code (a reading handout), with headless Chromium (no Te
     python tools/handouts.py                  # all of them, reading handouts too -> _build/handouts/
     python tools/handouts.py reading/03_concentration  # lesson 3's reading handout alone
     python tools/handouts.py chain_of_results # the chain of results alone (two pages)
-    python tools/handouts.py run_sheets       # the run sheets alone (a page per session)
+    python tools/handouts.py run_sheets       # the run sheets alone (a page per session), in instructor/
     python tools/handouts.py 05_icl_linear_regression labs/05_icl_linear_regression --measure
     python tools/handouts.py 03_concentration --site _build/stage/_build/html --out /tmp/h
 
 ``make handouts`` runs this after building the site when there is none (``make book``). The chain of
 results (``book/chain_of_results.md``, the course's one-page summary) prints to ``chain_of_results.pdf``,
-a lesson's handout to ``NN_name.pdf``, its lab's to ``labs/NN_name.pdf``. A lesson's reading handout
+a lesson's handout to ``NN_name.pdf``, its lab's to ``labs/NN_name.pdf``; the run sheets, for the lecturer
+alone, to ``instructor/run_sheets.pdf``, so that the rest of the folder can go to students as it is. A lesson's reading handout
 (``reading/NN_name``, to read before its session) prints to ``reading/NN_name.pdf``: the same page
 printed the same way, but without the input of any code cell (``READING_CSS``, for the page's root
 marked ``softlin-reading``); what the cells print stays: text, tables, figures with their captions, the
@@ -313,7 +314,10 @@ def print_pages(
             tables = page.evaluate(TABLES_JS)
             page.evaluate(SETUP_JS, [height, MIN_SCALE])
             changes = []
-            target = out / READING / f"{name}.pdf" if reading else out / f"{name}.pdf"
+            folder = (
+                out / READING if reading else out / INSTRUCTOR if name in FOR_INSTRUCTORS else out
+            )
+            target = folder / f"{name}.pdf"
             target.parent.mkdir(parents=True, exist_ok=True)
             title = f"{titles[name]} (reading)" if reading else titles[name]
 
@@ -425,6 +429,9 @@ def blank_fractions(pdf: Path, dpi: int = 40) -> list[float]:
 #: Pages printed before the lessons: the course's summary sheet, the lecturer's run sheets (one page
 #: per session) and the quiz sheet (the quizzes without their explanations or key).
 SUMMARY_PAGES = ("chain_of_results", "run_sheets", "quizzes")
+# Printed into their own folder, ``instructor/``, apart from what students get
+FOR_INSTRUCTORS = ("run_sheets",)
+INSTRUCTOR = "instructor"
 
 
 def handout_pages(root: Path = ROOT) -> dict[str, str]:

@@ -882,38 +882,32 @@ def written_check_lines(out: Path, variant: int | None) -> list[str]:
     )
     if variant is None:
         inputs = (
-            "Its inputs are this build's defaults: other numbers than the bank's follow-ups (written "
-            "for a general Gamma law, for Sigma = I_d, at L = 1000 and with noise 0.5), so the "
-            "bank's printed answers do not answer it verbatim; but anyone rebuilds this sheet and its "
-            "key from the book's public sources: never hand out the default check for a grade."
+            "- The default check (written-check.*): other numbers than the bank's follow-ups, but "
+            "anyone rebuilds it and its key from the book's public sources: never hand out the default "
+            "check for a grade; read it to see what a check looks like."
         )
     else:
         inputs = (
-            f"Its inputs are drawn from the seed {variant}, and every number of its key differs from "
-            "the default build's key, so the public default key does not answer it; keep the seed "
-            "private, as for the sets."
+            f"- This build's check: its inputs are drawn from the seed {variant}, and every number of its "
+            "key differs from the default build's key, so the public default key does not answer it; "
+            "keep the seed private, as for the sets."
         )
-    seeded = (
-        "A graded written check, without the repository: pick a private seed (eight digits, that "
-        "nobody can guess) and run `python written_check.py --seed SEED` in this folder, with torch "
-        "and the softlin wheel installed (step 1 above: the Python that grades serves; the wheel "
-        "brings numpy and scipy, not torch). It writes that seed's sheet and key into "
-        "`written-check-SEED/` (`--out DIR` for another folder): written-check.md and .html, "
-        "written-check-key.md and .html, and their PDFs where headless Chromium is found; the same "
-        "files as `make problem-sets VARIANT=SEED` builds for its written check in the book's "
-        "repository. Every number of a seed's key differs from the default key's. Keep the seed and "
-        "the key from students; the sheet does not print the seed."
-    )
     return [
-        "written-check.html and written-check.md: a written check ready to print, instead of the "
-        "oral one (book/grading.md): 30 minutes in class, closed book, pen and paper, three questions "
-        "of 4 points, one per set, each a follow-up of the oral bank with inputs changed, on at most "
-        f"two A4 pages; {print_it}. written-check-key.html and written-check-key.md (and "
-        "written-check-key.pdf beside the sheet's PDF) give each answer in full with its numbers and "
-        "the scoring guide, 0 to 4 per question (0 to 2 for part (a), the bank question's derivation, "
-        "and 0 to 2 for parts (b) and (c), the follow-up), for graders only. " + inputs,
         "",
-        seeded,
+        "**The written check** (instead of the oral one, book/grading.md): 30 minutes in class, closed "
+        "book, pen and paper; three questions of 4 points, one per set, each a follow-up of the oral "
+        "bank with inputs changed, on at most two A4 pages.",
+        "",
+        "- For a grade: pick a private seed (eight digits, that nobody can guess) and run "
+        "`python written_check.py --seed SEED` in this folder (torch and the softlin wheel installed, "
+        "as in step 1). It writes the seed's sheet and key into `written-check-SEED/` (`--out DIR` "
+        "for another folder), the same files as `make problem-sets VARIANT=SEED` in the book's "
+        "repository. Keep the seed and the key from students; the sheet does not print the seed.",
+        "- The files: written-check.md and written-check.html, the sheet; written-check-key.md and "
+        "written-check-key.html, each "
+        "answer in full with the scoring guide (0 to 4 per question: 0 to 2 for part (a), the bank "
+        f"question's derivation, 0 to 2 for parts (b) and (c)), for graders only; {print_it}.",
+        inputs,
         "",
     ]
 
