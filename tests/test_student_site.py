@@ -42,6 +42,20 @@ def test_references_to_the_instructors_pages_become_their_text():
     )
 
 
+def test_blocks_for_instructors_are_dropped_and_the_rest_kept():
+    text = "Kept.\n\n% for-instructors\nFor the lecturer: a key.\nMore.\n% end for-instructors\n\nAlso kept.\n"
+    assert student_site.drop_instructor_blocks(text) == "Kept.\n\n\nAlso kept.\n"
+    assert student_site.drop_instructor_blocks("No block.\n") == "No block.\n"
+    # the book's pages that carry such blocks or cells: the intro and the quizzes' answer key
+    assert "% for-instructors" in (ROOT / "book" / "intro.md").read_text()
+    quizzes = (ROOT / "book" / "quizzes.md").read_text()
+    assert '+++ {"tags": ["for-instructors"]}\n\n## Answer key' in quizzes
+    assert (
+        ":tags: [remove-input, for-instructors]\n\nfrom softlin.book.quiz import answer_key"
+        in quizzes
+    )
+
+
 def test_a_deck_s_link_to_an_instructors_page_becomes_its_text():
     deck = (
         '<p><a href="../book/01_measure_view.html">The lesson</a> · <a href="../book/labs/01_'
@@ -97,6 +111,13 @@ def test_the_student_site_has_no_instructors_page_and_no_broken_link(built_book,
         assert 'class="exercise' in page and 'class="solution' not in page, md.name
     for deck in html.glob("slides/*.html"):
         assert 'class="notes"' not in deck.read_text(), deck.name
+    # what is for instructors on the pages students keep: the quizzes' answer key, the intro's
+    # paragraph on teaching from the book
+    quizzes = (html / "book" / "quizzes.html").read_text()
+    assert "Answer key" not in quizzes and "For the lecturer" not in quizzes
+    assert "show_quiz" in quizzes or "Lesson 7" in quizzes  # the quizzes themselves stay
+    intro = (html / "index.html").read_text() + (html / "book" / "intro.html").read_text()
+    assert "Teach from it" not in intro and "instructors' page" not in intro
     pages = sorted(html.glob("book/**/*.html")) + sorted(html.glob("slides/*.html"))
     pages.append(html / "index.html")
     assert len(pages) > 20, len(pages)

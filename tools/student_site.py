@@ -18,6 +18,9 @@ contents and the build.
 * **No solutions.** Like the student notebooks (``make students``), the edition leaves out every
   ``{solution}`` block (``student_notebooks.strip_solutions``, one implementation): the in-class
   exercises are worked in class, and the numerical ones still check an answer on the page.
+* **For instructors only.** A notebook cell tagged ``for-instructors`` (the quizzes' answer key) and
+  the Markdown between the comment lines ``% for-instructors`` and ``% end for-instructors`` (the
+  intro's paragraph on teaching from the book) are left out (:func:`drop_instructor_blocks`).
 * **Slides.** The decks are copied from the book's site (they are drawn from the same executed lessons),
   without their presenter notes (:func:`without_notes`: they hold the exercises' answers and the
   timings) and with each link to an instructors' page reduced to its text (:func:`unlink`).
@@ -71,6 +74,36 @@ def student_source(text: str, gone_labels: set[str]) -> str:
         text = re.sub(rf"\{{ref\}}`([^`<]+?)\s*<(?:{names})>`", r"\1", text)
         text = re.sub(rf"\{{ref\}}`(?:{names})`", "the instructors' edition of this site", text)
     return text
+
+
+#: A tag that drops a notebook cell from the student edition, and the MyST comment lines that bracket
+#: Markdown the edition leaves out (in a page, or in a notebook's Markdown cell).
+FOR_INSTRUCTORS = "for-instructors"
+_BLOCK = re.compile(r"^% for-instructors[ \t]*\n.*?^% end for-instructors[ \t]*(?:\n|\Z)", re.S | re.M)
+
+
+def drop_instructor_blocks(text: str) -> str:
+    """``text`` (MyST) without the lines from ``% for-instructors`` to ``% end for-instructors``."""
+    return _BLOCK.sub("", text)
+
+
+def _drop_instructor_cells(path: Path) -> int:
+    """Remove from the notebook ``path`` its cells tagged :data:`FOR_INSTRUCTORS` and the bracketed
+    blocks of its Markdown cells (in place); returns how many cells were removed."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    kept = [c for c in nb.cells if FOR_INSTRUCTORS not in c.get("metadata", {}).get("tags", [])]
+    removed, changed = len(nb.cells) - len(kept), False
+    for cell in kept:
+        if cell.cell_type == "markdown":
+            new = drop_instructor_blocks(cell.source)
+            changed |= new != cell.source
+            cell.source = new
+    if removed or changed:
+        nb.cells = kept
+        nbformat.write(nb, path)
+    return removed
 
 
 def unlink(html: str) -> str:
@@ -136,11 +169,12 @@ def build(stage: Path = STAGE, out: Path = OUT) -> Path:
         text = path.read_text()
         new = student_source(text, gone)
         if path.suffix == ".md":
-            new = strip_solutions(new)[0]
+            new = drop_instructor_blocks(strip_solutions(new)[0])
         if new != text:
             path.write_text(new)
         if path.suffix == ".ipynb":
             _strip_notebook_solutions(path)
+            _drop_instructor_cells(path)
     jb = Path(sys.executable).parent / "jupyter-book"
     cmd = [str(jb) if jb.exists() else "jupyter-book", "build", "-W", "--keep-going", str(out)]
     run = subprocess.run(cmd, capture_output=True, text=True, check=False)

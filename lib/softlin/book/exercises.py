@@ -4,8 +4,9 @@ A chapter's check cell is ``answer_check("ex-ch1-one-token", answer, tokens=toke
 names an entry of :data:`KEYS`, and the keywords hand over the chapter's objects that the key is computed
 from (the example's tokens, a chapter's own quadrature), none of which gives the answer away. A student
 copy of a notebook therefore holds the exercise and its check call only; the key is computed by the
-function registered here, from softlin's closed forms or a simulation, never a pasted number. Reading
-this file does reveal the keys: it is the instructor's side of the book.
+function registered here, from softlin's closed forms or a simulation, never a pasted number. The keys
+ship with softlin, so a reader who opens this file finds them: the exercises are self-checks, not graded
+work (the graded problem sets keep their hidden tests out of softlin).
 """
 
 from __future__ import annotations
