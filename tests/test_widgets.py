@@ -180,6 +180,10 @@ def test_answer_check_accepts_the_key_and_rejects_without_printing_it(capsys):
     assert check(None) == False and "No answer yet" in capsys.readouterr().out
     assert check(torch.zeros(3)) == False and "not the expected shape" in capsys.readouterr().out
     assert check(torch.tensor([float("nan"), 0.0])) == False and "NaN" in capsys.readouterr().out
+    # the right size with the wrong sign is named as such, not "off by 2"
+    assert check(-key) == False
+    out = capsys.readouterr().out
+    assert "has the wrong sign (its size is right)" in out and "off by" not in out
 
 
 def test_answer_check_rejects_text_that_numpy_would_parse_as_the_right_number(capsys):

@@ -449,6 +449,9 @@ def make_check(
             else:
                 allowed = atol + rtol * scale
             if err > allowed:
+                flipped = float(np.abs(got.reshape(want.shape) + want).max()) if want.size else 0.0
+                if flipped <= allowed:  # right size, wrong sign: say so, not "off by 2"
+                    return f"your answer{where} has the wrong sign (its size is right)"
                 asked = "" if digits is None else f"; give {digits} significant digits"
                 return (
                     f"your answer{where} is off by {err / scale if scale else err:.2g} (relative "
