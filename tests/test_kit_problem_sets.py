@@ -863,6 +863,60 @@ def test_feedback_keeps_only_the_public_checks_messages():
     assert public_failed == {} and hidden_failed == {"q1": 3, "q2": 1}
 
 
+def _cells(notebook: Path) -> list[tuple[str, str, str]]:
+    """A notebook's cells as (type, source, metadata), without the ids otter draws at each build."""
+    nb = json.loads(notebook.read_text())
+    return [
+        (c["cell_type"], "".join(c["source"]), json.dumps(c.get("metadata"), sort_keys=True))
+        for c in nb["cells"]
+    ]
+
+
+def test_the_kit_draws_set_variants_without_the_repository(built, tmp_path):
+    """The built kit ships its generator (``variants/``: this module, the sources, the written check's
+    generator, the bank, grade_all.py, the commit built from); run from a copy of the kit with only
+    the library importable (no tools/, no course/), it writes a seed's sets into ``variant-SEED/``, the
+    same notebooks as the repository's ``--variant SEED`` build, and the README says how."""
+    import os
+    import subprocess
+    import sys
+
+    shipped = built / "variants"
+    assert (shipped / "problem_sets.py").read_bytes() == Path(problem_sets.__file__).read_bytes()
+    assert sorted(p.name for p in (shipped / "sources").glob("*.md")) == [
+        f"{name}.md" for name in problem_sets.sets()
+    ]
+    assert (shipped / "BUILT_FROM").read_text().strip() == (problem_sets.built_from() or "")
+    readme = (built / "README.md").read_text()
+    assert "`python variants/problem_sets.py --variant SEED`" in readme
+    kit = tmp_path / "kit"
+    shutil.copytree(shipped, kit / "variants")
+    for wheel in built.glob("softlin-*.whl"):
+        shutil.copyfile(wheel, kit / wheel.name)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")}
+    env["PYTHONPATH"] = str(ROOT / "lib")
+    name = "ps1_measures"
+    done = subprocess.run(
+        [sys.executable, "variants/problem_sets.py", name, "--variant", str(VARIANT)],
+        cwd=kit,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    out = kit / f"variant-{VARIANT}"
+    repo = problem_sets.build(name, tmp_path / "repo", variant=VARIANT, run_tests=False)
+    for kind in ("student", "autograder"):
+        assert _cells(out / name / kind / f"{name}.ipynb") == _cells(
+            repo / kind / f"{name}.ipynb"
+        ), kind
+    assert (out / name / "rubric.md").read_text() == problem_sets.rubric(name, VARIANT)
+    assert (out / "written-check-key.md").exists() and (out / "grade_all.py").exists()
+    assert f"variant {VARIANT}" in (out / "README.md").read_text()
+
+
 def test_a_variant_has_other_numbers_and_its_solution_gets_full_marks(built, tmp_path_factory):
     out = tmp_path_factory.mktemp("problem-sets-variant")
     assert problem_sets.main(["--variant", str(VARIANT), "--out", str(out)]) == 0

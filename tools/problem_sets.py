@@ -64,6 +64,11 @@ key does not answer a variant's check. The build folder's README.md says so. The
 builds; set 1's first draws live in it (:func:`written_check.set_draws`, imported by :func:`_inputs`), so
 that the copy draws the variant's set 1 shape, which its check avoids, as this script does.
 
+This script ships too (:func:`ship_generator`): ``variants/`` in the build folder holds it with the sets'
+sources, the written check's generator, the bank, ``grade_all.py`` and the commit the kit was built from.
+There, ``python variants/problem_sets.py --variant SEED`` (:data:`IN_KIT`) writes a seed's whole kit into
+``variant-SEED/`` without the repository: the same notebooks as ``--variant SEED`` here.
+
 The site hosts the student versions, and only them (:func:`publish`, which ``tools/build_book.py`` runs
 after the Sphinx build): ``<site>/problem-sets/psN_name.ipynb`` and ``student-versions.zip``, listed on
 the instructor page. They are built there without otter's run of the tests on the solutions (the
@@ -115,8 +120,13 @@ from pathlib import Path
 
 import written_check  # tools/: set 1's first draws, and the written check
 
-ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ROOT / "course" / "problem_sets"
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+#: Run from a built kit's ``variants/`` folder (:func:`ship_generator`), this module needs no repository:
+#: the sets' sources, the oral-check bank, ``grade_all.py``, the written check's generator and the commit
+#: the kit was built from lie beside it, and the kit's softlin wheel in the folder above.
+IN_KIT = (HERE / "sources").is_dir() and not (ROOT / "lib" / "softlin").is_dir()
+SOURCES = HERE / "sources" if IN_KIT else ROOT / "course" / "problem_sets"
 OUT = ROOT / "_build" / "problem-sets"
 QUESTION = re.compile(r"```\{raw-cell\}\n# BEGIN QUESTION\n(?P<config>.*?)```", re.S)
 PLACEHOLDER = re.compile(r"\{\{(?P<name>\w+)(?::(?P<fmt>[^{}]*))?\}\}")
@@ -129,8 +139,23 @@ def sets() -> list[str]:
 
 def variant_out(variant: int | None) -> Path:
     """Where a build goes by default: ``_build/problem-sets/`` or ``_build/problem-sets-variant-SEED/``
-    (:func:`written_check.variant_out`, which the written check's own command line uses too)."""
+    (:func:`written_check.variant_out`, which the written check's own command line uses too); from a
+    built kit, ``variant-SEED/`` in the kit's folder."""
+    if IN_KIT:
+        return ROOT / ("variant-default" if variant is None else f"variant-{variant}")
     return written_check.variant_out(variant)
+
+
+def built_from() -> str | None:
+    """The commit whose softlin the sets install: the checkout's ``HEAD`` in the repository, the one
+    recorded in ``BUILT_FROM`` (:func:`ship_generator`) in a built kit; None where there is none."""
+    if IN_KIT:
+        recorded = HERE / "BUILT_FROM"
+        commit = recorded.read_text().strip() if recorded.exists() else ""
+        return commit if re.fullmatch(r"[0-9a-f]{40}", commit) else None
+    from colab_notebooks import checkout_commit
+
+    return checkout_commit(ROOT)
 
 
 # --- the numerical inputs ------------------------------------------------------------------------------
@@ -731,14 +756,13 @@ def build(
     the numerical inputs (default: the sources' defaults); ``run_tests=False`` skips otter's run of the
     tests on the solution (the student version is the same; :func:`publish` uses it)."""
     import nbformat
-    from colab_notebooks import checkout_commit
     from otter.assign import main as otter_assign
 
     master_dir = out / "masters"
     master_dir.mkdir(parents=True, exist_ok=True)
     nb = read_notebook(name, variant)
     nb.metadata.pop("jupytext", None)
-    pin_setup(nb, checkout_commit(ROOT) if commit is None else (commit or None), name)
+    pin_setup(nb, built_from() if commit is None else (commit or None), name)
     add_requirements(nb, name)
     master = master_dir / f"{name}.ipynb"
     nbformat.write(nb, master)
@@ -795,8 +819,9 @@ def softlin_requirement(built: Path) -> str:
 
 #: The oral-check bank (a question per derivation, each with a follow-up that changes one input, and a
 #: scoring rule), copied beside the sets' rubrics; the site does not show it.
-ORAL_CHECKS = ROOT / "course" / "oral_checks.md"
-GRADE_ALL = ROOT / "course" / "grade_all.py"  # the gradebook and student-safe feedback, shipped
+ORAL_CHECKS = HERE / "oral_checks.md" if IN_KIT else ROOT / "course" / "oral_checks.md"
+# the gradebook and student-safe feedback, shipped
+GRADE_ALL = HERE / "grade_all.py" if IN_KIT else ROOT / "course" / "grade_all.py"
 
 
 def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> None:
@@ -823,7 +848,8 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "1. Install, once, otter, a Jupyter kernel and softlin at the commit these sets were built from, "
         "from the wheel beside this file. Grading needs no GPU: on Linux, first "
         "`pip install torch --index-url https://download.pytorch.org/whl/cpu` (it avoids the multi-GB "
-        "CUDA build), then `pip install otter-grader==7.0.0 ipykernel torch scipy ./softlin-*.whl` "
+        "CUDA build; where that index is out of reach, `pip install` a CPU wheel of torch saved "
+        "beforehand, any recent version), then `pip install otter-grader==7.0.0 ipykernel torch scipy ./softlin-*.whl` "
         "(or, with network, "
         f'`pip install otter-grader==7.0.0 ipykernel torch scipy "{softlin}"`).',
         "2. Grade a class at once: `python grade_all.py NAME submissions/` runs otter on every "
@@ -846,6 +872,13 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "the folder where the zip was unpacked installs softlin from that wheel, without GitHub (otter "
         "and torch still come from PyPI); in Colab, upload the wheel beside the notebook, or the setup "
         "cell installs softlin from the book's repository at the commit the set was built from.",
+        "",
+        "**Sets with other numbers, for a grade.** The default sets' answers are public. To draw your "
+        "own: pick a private seed (eight digits) and run `python variants/problem_sets.py --variant SEED` "
+        "in this folder, with step 1's installs. It writes `variant-SEED/`, laid out like this folder "
+        "(student versions, autograders, rubrics, README, and a written check drawn from the same "
+        "seed), without the repository; hand out its student versions and grade with its "
+        "`grade_all.py`. About a minute (otter runs each set's tests on its solution).",
         "",
         'Two messages of otter are expected: "No log found with which to verify student scores" is '
         "harmless here (these sets do not ask otter to log the students' runs; the points are those of "
@@ -1095,14 +1128,15 @@ def main(argv=None) -> int:
     unknown = sorted(set(names) - set(known))
     if unknown:
         ap.error(f"unknown problem sets {unknown}; known: {known}")
-    from colab_notebooks import checkout_commit, uncommitted_library
+    if not IN_KIT:
+        from colab_notebooks import checkout_commit, uncommitted_library
 
-    if checkout_commit(ROOT) and uncommitted_library(ROOT):
-        print(
-            "note: lib/ has uncommitted changes; the sets install softlin at "
-            f"{checkout_commit(ROOT)[:12]}",
-            file=sys.stderr,
-        )
+        if checkout_commit(ROOT) and uncommitted_library(ROOT):
+            print(
+                "note: lib/ has uncommitted changes; the sets install softlin at "
+                f"{checkout_commit(ROOT)[:12]}",
+                file=sys.stderr,
+            )
     for name in names:
         result = build(name, out, variant=args.variant)
         print(
@@ -1116,7 +1150,26 @@ def main(argv=None) -> int:
     shutil.copyfile(ORAL_CHECKS, out / "oral-checks.md")  # for the instructor; not on the site
     shutil.copyfile(GRADE_ALL, out / "grade_all.py")  # a class at once, without the repository
     zip_students(names, out)
+    ship_generator(out)  # set variants from a private seed, without the repository
     return 0
+
+
+def ship_generator(out: Path) -> Path:
+    """``out/variants/``: this module, the written check's generator, the sets' sources, the oral-check
+    bank, ``grade_all.py`` and ``BUILT_FROM`` (the commit whose softlin the sets install), so that
+    ``python variants/problem_sets.py --variant SEED`` in a built kit writes that seed's sets, rubrics and
+    written check into ``variant-SEED/`` without the repository (:data:`IN_KIT`); its folder."""
+    generator = out / "variants"
+    shutil.rmtree(generator, ignore_errors=True)
+    (generator / "sources").mkdir(parents=True)
+    for name in sets():
+        shutil.copyfile(SOURCES / f"{name}.md", generator / "sources" / f"{name}.md")
+    shutil.copyfile(Path(__file__).resolve(), generator / "problem_sets.py")
+    shutil.copyfile(WRITTEN_CHECK, generator / "written_check.py")
+    shutil.copyfile(ORAL_CHECKS, generator / "oral_checks.md")
+    shutil.copyfile(GRADE_ALL, generator / "grade_all.py")
+    (generator / "BUILT_FROM").write_text((built_from() or "") + "\n")
+    return generator
 
 
 #: The written check's generator, shipped beside the sets: ``python written_check.py --seed SEED`` there
@@ -1136,7 +1189,17 @@ def add_written_check(out: Path, variant: int | None = None, pdf: bool = True) -
 
 def build_wheel(out: Path) -> Path:
     """A wheel of softlin at this checkout, in ``out``, so that ``otter run`` can grade where the
-    repository is not at hand (``pip install ./softlin-*.whl``); its path."""
+    repository is not at hand (``pip install ./softlin-*.whl``); its path. In a built kit, a copy of the
+    kit's own wheel."""
+    if IN_KIT:
+        wheels = sorted(ROOT.glob("softlin-*.whl"))
+        if not wheels:
+            raise SystemExit(f"problem_sets: no softlin wheel in {ROOT}, the kit's folder")
+        out.mkdir(parents=True, exist_ok=True)
+        target = out / wheels[-1].name
+        if target.resolve() != wheels[-1].resolve():
+            shutil.copyfile(wheels[-1], target)
+        return target
     for old in out.glob("softlin-*.whl"):
         old.unlink()
     subprocess.run(

@@ -79,7 +79,9 @@ def student_source(text: str, gone_labels: set[str]) -> str:
 #: A tag that drops a notebook cell from the student edition, and the MyST comment lines that bracket
 #: Markdown the edition leaves out (in a page, or in a notebook's Markdown cell).
 FOR_INSTRUCTORS = "for-instructors"
-_BLOCK = re.compile(r"^% for-instructors[ \t]*\n.*?^% end for-instructors[ \t]*(?:\n|\Z)", re.S | re.M)
+_BLOCK = re.compile(
+    r"^% for-instructors[ \t]*\n.*?^% end for-instructors[ \t]*(?:\n|\Z)", re.S | re.M
+)
 
 
 def drop_instructor_blocks(text: str) -> str:
