@@ -8,6 +8,8 @@ softlin wheel of the same folder are installed (its README.md says how).
 
     python grade_all.py ps1_measures submissions/          # every submissions/*.ipynb
     python grade_all.py ps1_measures a.ipynb b.ipynb --out graded
+    python grade_all.py ps1_measures submissions/ --collate  # also each hand-graded question's answers
+    python grade_all.py ps1_measures submissions/ --reuse    # feedback again, with the hand marks
 
 For each submission FILE.ipynb it runs ``otter run -a NAME/autograder/autograder.zip`` into
 ``OUT/results/FILE/`` (keep those: their text quotes the hidden tests), then writes
@@ -18,12 +20,18 @@ For each submission FILE.ipynb it runs ``otter run -a NAME/autograder/autograder
   for a question graded by hand, for the grader to fill in from the set's rubric.md; then
   ``auto_awarded``, ``auto_possible``, ``manual_awarded`` (empty: the grader's sum of the hand-graded
   points), ``manual_possible`` and ``total_possible``. The questions, their points and which are graded
-  by hand come from ``NAME/questions.json``, written by the build;
+  by hand come from ``NAME/questions.json``, written by the build. A gradebook already there is merged,
+  not overwritten (:func:`merge_gradebook`): other files' rows stay, and a regraded file keeps the hand
+  marks filled in;
 * ``OUT/feedback/FILE.md``, to return to the student: per question, the points; the messages of its
   failed public checks (the sentence the set wrote for each, never the test's code), which the student
   could already read by running ``grader.check`` in the notebook; and how many of its hidden checks
   failed, nothing more: a hidden check's message states its inputs and expected values (e.g. "C is about
-  3.81 for ..."), which would let a student pass it without solving the question (:func:`feedback`).
+  3.81 for ..."), which would let a student pass it without solving the question (:func:`feedback`);
+  and the hand marks the gradebook already holds for that file. ``--reuse`` rewrites the feedback from
+  the kept results, without running otter again, once the hand marks are in;
+* with ``--collate``, ``OUT/by-question/NAME-qN.md`` for each question graded by hand: every
+  submission's answer to it, one after the other (:func:`write_collated`).
 
 Public and hidden are told apart by otter's own results (``results.json``): its "Public Tests" entry
 summarises the public test cases only (otter's ``summary(public_only=True)``: the checks in the student
@@ -205,6 +213,97 @@ def write_gradebook(path: Path, questions: list[dict], rows: list[tuple[str, dic
             writer.writerow(gradebook_row(file, questions, awarded))
 
 
+def merge_gradebook(path: Path, questions: list[dict], rows: list[tuple[str, dict]]) -> list[dict]:
+    """Write ``rows`` into the gradebook ``path``, keeping what it already holds: the rows of the files
+    not graded now stay as they are, and a regraded file keeps the hand marks filled in (its columns of
+    questions graded by hand, and ``manual_awarded``), while its autograded columns are rewritten; new
+    files are appended. A gradebook whose columns are not this set's is left alone (SystemExit). Returns
+    the gradebook's rows, as dicts of its columns."""
+    header = gradebook_header(questions)
+    kept: dict[str, dict] = {}
+    if path.exists():
+        with open(path, newline="") as handle:
+            reader = csv.DictReader(handle)
+            if reader.fieldnames != header:
+                raise SystemExit(
+                    f"grade_all: {path} has the columns {reader.fieldnames}, not this set's "
+                    f"{header}; move it aside (it is not overwritten)"
+                )
+            kept = {row["file"]: row for row in reader}
+    by_hand = [q["name"] for q in questions if q["manual"]] + ["manual_awarded"]
+    for file, awarded in rows:
+        row = dict(zip(header, gradebook_row(file, questions, awarded)))
+        old = kept.get(file, {})
+        row.update({c: old[c] for c in by_hand if old.get(c, "").strip()})
+        kept[file] = row
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=header)
+        writer.writeheader()
+        writer.writerows(kept.values())
+    return list(kept.values())
+
+
+#: The marker lines otter leaves around a question graded by hand in a student notebook.
+BEGIN, END = "<!-- BEGIN QUESTION -->", "<!-- END QUESTION -->"
+HEADING = re.compile(r"\*\*Question (\d+[a-z]?)\b")
+
+
+def answers_by_hand(notebook: Path) -> dict[str, list[dict]]:
+    """The cells a student wrote for each question graded by hand of ``notebook``: ``{"q1a": [cell,
+    ...]}``, the cells after the question's prompt (the cell that opens with otter's ``BEGIN
+    QUESTION`` marker) up to its ``END QUESTION`` marker."""
+    cells = json.loads(notebook.read_text())["cells"]
+    found: dict[str, list[dict]] = {}
+    current = None
+    for cell in cells:
+        text = "".join(cell.get("source", []))
+        if current is not None and END in text:
+            current = None
+        if BEGIN in text:
+            heading = HEADING.search(text.split(BEGIN, 1)[1])
+            current = f"q{heading[1]}" if heading else None
+            if current:
+                found[current] = []
+            continue
+        if current is not None:
+            found[current].append(cell)
+    return found
+
+
+def _cell_text(cell: dict) -> str:
+    source = "".join(cell.get("source", [])).strip()
+    if cell.get("cell_type") != "code":
+        return source
+    shown = [f"```python\n{source}\n```"] if source else []
+    for output in cell.get("outputs", []):
+        text = output.get("text") or output.get("data", {}).get("text/plain")
+        if "image/png" in output.get("data", {}):
+            shown.append("*(a figure)*")
+        elif text:
+            shown.append("```text\n" + "".join(text).strip()[:2000] + "\n```")
+    return "\n\n".join(shown)
+
+
+def write_collated(out: Path, name: str, questions: list[dict], files: list[Path]) -> list[Path]:
+    """``out/by-question/NAME-qN.md`` for each question graded by hand: every submission's answer to
+    it, one after the other, to mark a question across the class at once; the files written."""
+    folder = out / "by-question"
+    folder.mkdir(parents=True, exist_ok=True)
+    answers = {f.name: answers_by_hand(f) for f in files}
+    written = []
+    for q in (q for q in questions if q["manual"]):
+        lines = [f"# {name}, {q['name']} ({q['points']:g} points, graded by hand)", ""]
+        lines += [f"Rubric: {name}/rubric.md. {len(files)} submissions.", ""]
+        for file, by_q in answers.items():
+            cells = [t for t in (_cell_text(c) for c in by_q.get(q["name"], [])) if t]
+            blank = not cells or all("_Type your answer here" in t for t in cells)
+            lines += [f"## {file}", "", "*(no answer)*" if blank else "\n\n".join(cells), ""]
+        path = folder / f"{name}-{q['name']}.md"
+        path.write_text("\n".join(lines))
+        written.append(path)
+    return written
+
+
 def _checks(n: int, kind: str) -> str:
     return f"{n} {kind} check" + ("" if n == 1 else "s")
 
@@ -216,10 +315,12 @@ def write_feedback(
     points: dict[str, tuple[float, float]],
     public_failed: dict[str, list[str | None]],
     hidden_failed: dict[str, int],
+    by_hand: dict[str, tuple[str, float]] | None = None,
 ) -> None:
     """The student's feedback file ``path`` (Markdown), from :func:`feedback`'s three parts: per
     question its points, how many public and hidden checks failed, and the failed public checks'
-    messages; never a hidden check's message."""
+    messages; never a hidden check's message. ``by_hand``: the hand marks already in the gradebook,
+    ``{question: (mark, possible)}``, listed after the autograded points."""
     got = sum(p for p, _ in points.values())
     possible = sum(m for _, m in points.values())
     lines = [
@@ -235,6 +336,13 @@ def write_feedback(
         ),
         "",
     ]
+    if by_hand:
+        lines += [
+            "| question graded by hand | points |",
+            "|---|---|",
+            *(f"| {q} | {mark} of {possible:g} |" for q, (mark, possible) in by_hand.items()),
+            "",
+        ]
     if public_failed or hidden_failed:
         lines += [
             'The public checks are those in your notebook: `grader.check("q1")` runs question q1\'s. '
@@ -264,6 +372,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("name", help="the set, e.g. ps1_measures (a folder beside this script)")
     parser.add_argument("submissions", nargs="+", type=Path, help="notebooks, or folders of them")
     parser.add_argument("--out", type=Path, default=Path("graded"), help="default: ./graded")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="reuse otter's results of an earlier run (OUT/results/FILE/) instead of running otter "
+        "again: to rewrite the feedback with the hand marks entered in the gradebook since",
+    )
+    parser.add_argument(
+        "--collate",
+        action="store_true",
+        help="also write OUT/by-question/NAME-qN.md: every submission's answer to each question "
+        "graded by hand, to mark one question across the class",
+    )
     args = parser.parse_args(argv)
     autograder = HERE / args.name / "autograder" / "autograder.zip"
     if not autograder.exists():
@@ -277,12 +397,24 @@ def main(argv: list[str] | None = None) -> int:
     if not files:
         raise SystemExit(f"grade_all: no .ipynb among {[str(s) for s in args.submissions]}")
     questions = read_questions(HERE / args.name / QUESTIONS)
-    rows = []
-    (args.out / "feedback").mkdir(parents=True, exist_ok=True)
+    gradebook = args.out / f"grades-{args.name}.csv"
+    results = {}
     for f in files:
-        points, public_failed, hidden_failed = feedback(
-            run_otter(autograder, f, args.out / "results" / f.stem)
-        )
+        kept = args.out / "results" / f.stem / "results.json"
+        if args.reuse and kept.exists():
+            results[f] = json.loads(kept.read_text())
+        else:
+            results[f] = run_otter(autograder, f, args.out / "results" / f.stem)
+    graded = {f: feedback(r) for f, r in results.items()}
+    rows = [(f.name, {q: p for q, (p, _) in g[0].items()}) for f, g in graded.items()]
+    book = {row["file"]: row for row in merge_gradebook(gradebook, questions, rows)}
+    (args.out / "feedback").mkdir(parents=True, exist_ok=True)
+    for f, (points, public_failed, hidden_failed) in graded.items():
+        marks = {
+            q["name"]: (book[f.name][q["name"]].strip(), float(q["points"]))
+            for q in questions
+            if q["manual"] and book[f.name][q["name"]].strip()
+        }
         write_feedback(
             args.out / "feedback" / f"{f.stem}.md",
             args.name,
@@ -290,13 +422,18 @@ def main(argv: list[str] | None = None) -> int:
             points,
             public_failed,
             hidden_failed,
+            marks,
         )
-        rows.append((f.name, {q: p for q, (p, _) in points.items()}))
         total = sum(p for p, _ in points.values())
         print(f"{f.name}: {total:g} of {sum(m for _, m in points.values()):g} autograded points")
-    gradebook = args.out / f"grades-{args.name}.csv"
-    write_gradebook(gradebook, questions, rows)
-    print(f"grade_all: {gradebook} and {args.out / 'feedback'}/")
+    if args.collate:
+        written = write_collated(args.out, args.name, questions, files)
+        print(
+            f"grade_all: {len(written)} files of answers by question in {args.out / 'by-question'}/"
+        )
+    print(
+        f"grade_all: {gradebook} (merged: earlier rows and hand marks kept) and {args.out / 'feedback'}/"
+    )
     return 0
 
 

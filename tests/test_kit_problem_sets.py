@@ -717,20 +717,76 @@ def test_grade_all_writes_a_gradebook_and_feedback_without_the_tests(built, tmp_
     assert "only how many hidden checks failed" in (built / "README.md").read_text()
 
 
-def run_grade_all(built: Path, name: str, subs: Path, tmp_path: Path) -> Path:
+def test_grade_all_merges_the_gradebook_keeps_hand_marks_and_collates_answers(built, tmp_path):
+    """Grading again (a late submission, or one file regraded) merges into the gradebook: the other rows
+    and every hand mark stay; ``--reuse`` rewrites the feedback from the kept results, with the hand
+    marks; ``--collate`` writes each hand-graded question's answers across the class."""
+    import csv
+
+    name = "ps1_measures"
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    shutil.copyfile(built / name / "autograder" / f"{name}.ipynb", subs / "alice.ipynb")
+    blank = json.loads((built / name / "student" / f"{name}.ipynb").read_text())
+    answer = next(c for c in blank["cells"] if "otter_answer_cell" in c["metadata"].get("tags", []))
+    answer["source"] = "Bob's derivation: the cumulants of order 3 and 4."
+    (subs / "bob.ipynb").write_text(json.dumps(blank))
+    out = run_grade_all(built, name, subs, tmp_path, "--collate")
+    gradebook = out / f"grades-{name}.csv"
+    rows = list(csv.DictReader(gradebook.open()))
+    rows[0]["q1a"], rows[0]["manual_awarded"] = (
+        "1",
+        "6",
+    )  # alice's hand marks, entered by the grader
+    with gradebook.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    late = tmp_path / "late"
+    late.mkdir()
+    shutil.copyfile(subs / "bob.ipynb", late / "carol.ipynb")
+    run_grade_all(built, name, late, tmp_path)  # a late submission, graded alone
+    run_grade_all(built, name, subs / "alice.ipynb", tmp_path, "--reuse")  # alice again, with marks
+    after = {r["file"]: r for r in csv.DictReader(gradebook.open())}
+    assert sorted(after) == ["alice.ipynb", "bob.ipynb", "carol.ipynb"], after
+    assert after["alice.ipynb"]["q1a"] == "1" and after["alice.ipynb"]["manual_awarded"] == "6"
+    assert float(after["alice.ipynb"]["auto_awarded"]) == problem_sets.points(name)[1]
+    assert after["bob.ipynb"] == {**after["carol.ipynb"], "file": "bob.ipynb"}
+    assert "| q1a | 1 of 1.5 |" in (out / "feedback" / "alice.md").read_text()
+    assert "| question graded by hand |" not in (out / "feedback" / "bob.md").read_text()
+    collated = (out / "by-question" / f"{name}-q1a.md").read_text()
+    assert "## alice.ipynb" in collated and "Model answer" in collated  # the solution's answer
+    assert "## bob.ipynb" in collated and "Bob's derivation" in collated
+    manual = [q["name"] for q in problem_sets.questions(name) if q["manual"]]
+    assert sorted(p.stem for p in (out / "by-question").glob("*.md")) == sorted(
+        f"{name}-{q}" for q in manual
+    )
+    # a gradebook of another set's columns is not overwritten
+    gradebook.write_text("file,x\nalice.ipynb,1\n")
+    done = run_grade_all(built, name, late, tmp_path, check=False)
+    assert done.returncode != 0 and "not overwritten" in done.stderr, done.stderr[-2000:]
+    assert gradebook.read_text() == "file,x\nalice.ipynb,1\n"
+
+
+def run_grade_all(
+    built: Path, name: str, subs: Path, tmp_path: Path, *options: str, check: bool = True
+):
     """Run the built folder's grade_all.py on the notebooks of ``subs``, as a lecturer without the
-    repository would; the folder it writes (gradebook and feedback)."""
+    repository would; the folder it writes (gradebook and feedback), or with ``check=False`` the
+    finished process."""
     import subprocess
     import sys
 
     out = tmp_path / "graded"
     done = subprocess.run(
-        [sys.executable, str(built / "grade_all.py"), name, str(subs), "--out", str(out)],
+        [sys.executable, str(built / "grade_all.py"), name, str(subs), "--out", str(out), *options],
         capture_output=True,
         text=True,
         cwd=tmp_path,
         check=False,
     )
+    if not check:
+        return done
     assert done.returncode == 0, done.stderr[-3000:]
     return out
 

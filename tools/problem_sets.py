@@ -857,10 +857,17 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "   - `graded/grades-NAME.csv`, the gradebook: the autograded points per question, an empty "
         "column per question graded by hand and an empty `manual_awarded` for you to fill in, then "
         "the points possible (the columns of `--grade --csv` below; the questions come from "
-        "NAME/questions.json);",
+        "NAME/questions.json); running again (a late submission) merges into it, keeping the "
+        "other rows and every hand mark you entered;",
         "   - `graded/feedback/FILE.md` per student, to return: per question, the points, the "
         "messages of the failed public checks (those the student can run with `grader.check`) and "
-        "only how many hidden checks failed, with no hidden test's message, input or expected value.",
+        "only how many hidden checks failed, with no hidden test's message, input or expected value; "
+        "and the hand marks already in the gradebook.",
+        "",
+        "   To mark by hand: `--collate` also writes `graded/by-question/NAME-qN.md`, every student's "
+        "answer to one question graded by hand, to mark it across the class with its rubric; enter "
+        "the marks in the gradebook, then `python grade_all.py NAME submissions/ --reuse` rewrites "
+        "the feedback with them (from the kept results, without running otter again).",
         "",
         "   One submission by hand: `mkdir -p results/FILE && otter run -a "
         "NAME/autograder/autograder.zip -o results/FILE FILE.ipynb`.",
