@@ -819,6 +819,12 @@ CSS = """/* The book's slide decks (tools/slides.py): 1280 x 720, reveal.js whit
   font-size: 0.7em; line-height: 1.25; }
 .reveal section.has-figure .text { font-size: 0.85em; }
 .reveal .fig-number { font-weight: 600; }
+/* until its figure shows, a figure slide says that it comes on the next key (a stand-in lecturer is not
+   left wondering whether the deck is broken); it takes no room, and prints hidden */
+.reveal section.has-figure:has(figure.fragment:not(.visible))::after {
+  content: "predict first: the figure comes on the next key (\\2192)"; position: absolute; top: 45%;
+  left: 0; right: 0; text-align: center; font-size: 0.6em; color: #888; }
+@media print { .reveal section.has-figure::after { display: none; } }
 .reveal .text, .reveal .section { font-size: 1.05em; }
 .reveal .math { font-size: 1em; }
 .reveal mjx-container[display="true"] { margin: 0.4em 0 !important; }
