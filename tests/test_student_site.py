@@ -20,7 +20,13 @@ import student_site
 from build_book import labs, lessons
 
 ROOT = Path(__file__).resolve().parents[1]
-GONE = {"instructor-kit", "instructor-problem-sets", "sets-for-grades", "run-sheets"}
+GONE = {
+    "instructor-kit",
+    "instructor-problem-sets",
+    "sets-for-grades",
+    "run-sheets",
+    "adapting-sets",
+}
 
 
 def test_the_instructors_pages_define_the_labels_the_rewrite_removes():

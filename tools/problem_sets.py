@@ -94,7 +94,7 @@ inputs and expected values).
 :func:`add_requirements` makes the zip list torch, scipy and softlin (installed by pip from the
 repository at the commit the student notebooks install) beside otter's own requirements, and
 :func:`add_git` adds git, which pip needs for that URL. That path is not run by the tests here, which check only that the zip lists
-them; book/grading.md says how to check it on Gradescope before relying on it.
+them; book/adapting.md says how to check it on Gradescope before relying on it.
 
 Why otter-grader rather than nbgrader: one source notebook gives the student version and the
 autograder, with public and hidden tests and points per test case, in the notebook format students
@@ -905,7 +905,7 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "masters/ holds the sources `otter assign` reads (tests and solutions in raw cells), not "
         "notebooks to grade.",
         "Each autograder.zip is also otter's Gradescope autograder (a Programming Assignment's autograder "
-        "configuration); the book's page *Problem sets and grading* says how to check it there first.",
+        "configuration); the book's page *Adapting and rebuilding the kit* says how to check it there first.",
         "",
     ]
     (out / "README.md").write_text("\n".join(lines))

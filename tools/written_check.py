@@ -19,7 +19,7 @@ from here). For a graded check, pick a private seed (eight digits, say) and run 
 default check's sheet and key are rebuilt by anyone from the public sources, so never hand out the
 default's for a grade.
 
-book/grading.md offers "a written check instead" of the oral check: twenty minutes in class, closed
+book/grading.md offers "a written check instead" of the oral check: thirty minutes in class, closed
 book, three questions, one per problem set, each a follow-up of the oral bank (``course/oral_checks.md``)
 with an input the lecturer changes. :func:`build` writes it into the problem sets' build folder
 (``tools/problem_sets.py`` calls it):
