@@ -18,8 +18,8 @@ For each submission FILE.ipynb it runs ``otter run -a NAME/autograder/autograder
   ``tools/problem_sets.py --grade --csv`` (:func:`write_gradebook`, which that script imports from
   here): ``file``; one per question, in the set's order: the points the autograder awarded, or empty
   for a question graded by hand, for the grader to fill in from the set's rubric.md; then
-  ``auto_awarded``, ``auto_possible``, ``manual_awarded`` (empty: the grader's sum of the hand-graded
-  points), ``manual_possible`` and ``total_possible``. The questions, their points and which are graded
+  ``auto_awarded``, ``auto_possible``, ``manual_awarded`` (the sum of the hand marks, once all are in:
+  :func:`add_up`), ``manual_possible``, ``total_awarded`` and ``total_possible``. The questions, their points and which are graded
   by hand come from ``NAME/questions.json``, written by the build. A gradebook already there is merged,
   not overwritten (:func:`merge_gradebook`): other files' rows stay, and a regraded file keeps the hand
   marks filled in;
@@ -153,7 +153,14 @@ def feedback(
 #: beside the set's rubric.md by ``tools/problem_sets.py`` (``[{"name", "points", "manual"}, ...]``).
 QUESTIONS = "questions.json"
 #: The gradebook's columns after ``file`` and the questions' (``tools/problem_sets.py`` writes the same).
-TOTALS = ("auto_awarded", "auto_possible", "manual_awarded", "manual_possible", "total_possible")
+TOTALS = (
+    "auto_awarded",
+    "auto_possible",
+    "manual_awarded",
+    "manual_possible",
+    "total_awarded",
+    "total_possible",
+)
 
 
 def read_questions(path: Path) -> list[dict]:
@@ -180,7 +187,8 @@ def gradebook_row(file: str, questions: list[dict], awarded: dict[str, float]) -
     """One submission's row of the gradebook (:func:`gradebook_header`'s columns). ``awarded``: the
     points the autograder awarded, by question (an autograded question missing from it, one otter
     could not run, gets 0). Every column holds points awarded unless its name ends in ``_possible``; a
-    question graded by hand, and ``manual_awarded``, are left empty for the grader."""
+    question graded by hand, ``manual_awarded`` and ``total_awarded`` are left empty for the grader
+    (:func:`add_up` fills the last two once the hand marks are in)."""
     auto = [q for q in questions if not q["manual"]]
     stray = sorted(set(awarded) - {q["name"] for q in auto})
     if stray:
@@ -199,6 +207,7 @@ def gradebook_row(file: str, questions: list[dict], awarded: dict[str, float]) -
         f"{possible:g}",
         "",
         f"{by_hand:g}",
+        "",
         f"{possible + by_hand:g}",
     ]
 
@@ -236,11 +245,29 @@ def merge_gradebook(path: Path, questions: list[dict], rows: list[tuple[str, dic
         old = kept.get(file, {})
         row.update({c: old[c] for c in by_hand if old.get(c, "").strip()})
         kept[file] = row
+    for row in kept.values():
+        add_up(row, questions)
     with open(path, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=header)
         writer.writeheader()
         writer.writerows(kept.values())
     return list(kept.values())
+
+
+def add_up(row: dict, questions: list[dict]) -> dict:
+    """Fill a gradebook row's sums, in place: ``manual_awarded`` is the sum of the hand marks once every
+    question graded by hand has one (a number); otherwise it keeps what the grader typed (a grade for
+    completion, say), or stays empty. ``total_awarded`` is ``auto_awarded`` plus ``manual_awarded``
+    when both are known. Returns ``row``."""
+    marks = [row.get(q["name"], "").strip() for q in questions if q["manual"]]
+    try:
+        if marks and all(marks):
+            row["manual_awarded"] = f"{sum(float(m) for m in marks):g}"
+        auto, manual = float(row["auto_awarded"]), row.get("manual_awarded", "").strip()
+        row["total_awarded"] = f"{auto + float(manual):g}" if manual else ""
+    except ValueError as exc:
+        raise SystemExit(f"grade_all: {row['file']}: a mark is not a number ({exc})") from None
+    return row
 
 
 #: The marker lines otter leaves around a question graded by hand in a student notebook.
@@ -316,17 +343,28 @@ def write_feedback(
     public_failed: dict[str, list[str | None]],
     hidden_failed: dict[str, int],
     by_hand: dict[str, tuple[str, float]] | None = None,
+    total: tuple[str, float] | None = None,
 ) -> None:
     """The student's feedback file ``path`` (Markdown), from :func:`feedback`'s three parts: per
     question its points, how many public and hidden checks failed, and the failed public checks'
     messages; never a hidden check's message. ``by_hand``: the hand marks already in the gradebook,
-    ``{question: (mark, possible)}``, listed after the autograded points."""
+    ``{question: (mark, possible)}``, listed after the autograded points; ``total``: the set's total
+    (awarded, possible) once the gradebook has it."""
     got = sum(p for p, _ in points.values())
     possible = sum(m for _, m in points.values())
+    if total:
+        summary = f"Total: {total[0]} of {total[1]:g} points; autograded: {got:g} of {possible:g}."
+    elif by_hand:
+        summary = f"Autograded points: {got:g} of {possible:g}; the hand marks so far are below."
+    else:
+        summary = (
+            f"Autograded points: {got:g} of {possible:g} (the questions graded by hand come "
+            "separately)."
+        )
     lines = [
         f"# {name}: {submission}",
         "",
-        f"Autograded points: {got:g} of {possible:g} (the questions graded by hand come separately).",
+        summary,
         "",
         "| question | points | public checks failed | hidden checks failed |",
         "|---|---|---|---|",
@@ -398,6 +436,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"grade_all: no .ipynb among {[str(s) for s in args.submissions]}")
     questions = read_questions(HERE / args.name / QUESTIONS)
     gradebook = args.out / f"grades-{args.name}.csv"
+    existed = gradebook.exists()
     results = {}
     for f in files:
         kept = args.out / "results" / f.stem / "results.json"
@@ -423,6 +462,9 @@ def main(argv: list[str] | None = None) -> int:
             public_failed,
             hidden_failed,
             marks,
+            (row["total_awarded"], float(row["total_possible"]))
+            if (row := book[f.name])["total_awarded"]
+            else None,
         )
         total = sum(p for p, _ in points.values())
         print(f"{f.name}: {total:g} of {sum(m for _, m in points.values()):g} autograded points")
@@ -431,9 +473,15 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"grade_all: {len(written)} files of answers by question in {args.out / 'by-question'}/"
         )
-    print(
-        f"grade_all: {gradebook} (merged: earlier rows and hand marks kept) and {args.out / 'feedback'}/"
-    )
+    merged = " (merged: earlier rows and hand marks kept)" if existed else ""
+    print(f"grade_all: {gradebook}{merged} and {args.out / 'feedback'}/")
+    partial = [
+        r["file"]
+        for r in book.values()
+        if any(r[q["name"]].strip() for q in questions if q["manual"]) and not r["manual_awarded"]
+    ]
+    if partial:
+        print(f"grade_all: hand marks still missing for {partial}", file=sys.stderr)
     return 0
 
 

@@ -344,6 +344,22 @@ def test_the_badge_and_the_launch_button_open_the_converted_branch():
     assert "book/labs" in workflow or "cp -r" in workflow, "the labs go to the colab branch too"
 
 
+def test_the_student_branch_has_the_same_notebooks_without_solutions(tmp_path):
+    """``--student`` writes the colab-student branch's notebooks (the student edition's Colab links):
+    the colab branch's, without a solution; the workflow pushes both."""
+    page = "02_infinite_prompt_limit"
+    assert cn.main(["--out", str(tmp_path / "colab"), "--commit", COMMIT, page]) == 0
+    assert cn.main(["--out", str(tmp_path / "student"), "--commit", COMMIT, "--student", page]) == 0
+    folded = nbformat.read(tmp_path / "colab" / "book" / f"{page}.ipynb", as_version=4)
+    student = nbformat.read(tmp_path / "student" / "book" / f"{page}.ipynb", as_version=4)
+    assert "Solution to Exercise" in markdown(folded)
+    assert "Solution to Exercise" not in markdown(student)
+    assert student.metadata["softlin"]["solutions_removed"] >= 3
+    workflow = (ROOT / ".github" / "workflows" / "book.yml").read_text()
+    assert "tools/colab_notebooks.py --student" in workflow
+    assert "git push -f origin colab-student" in workflow
+
+
 def test_the_tool_writes_every_page(tmp_path):
     assert cn.main(["--out", str(tmp_path), "--commit", COMMIT]) == 0
     written = sorted(

@@ -26,7 +26,7 @@ graded locally without Docker.
   pass has a question graded by hand ("show your derivation") that says so.
 * ``--grade --csv FILE`` writes a gradebook: one row per submission, each question's points awarded
   (empty for those graded by hand), then auto_awarded, auto_possible, an empty manual_awarded,
-  manual_possible and total_possible: no column shows points possible under a name without "_possible".
+  manual_possible, an empty total_awarded and total_possible: no column shows points possible under a name without "_possible".
   The shipped grade_all.py writes the same header and points (its functions write both CSVs; the
   set's questions come from the build's questions.json).
 * The shipped grade_all.py's feedback gives per question the points, the failed public checks' messages
@@ -251,6 +251,7 @@ def test_the_gradebook_has_a_row_per_submission(tmp_path):
         "auto_possible",
         "manual_awarded",
         "manual_possible",
+        "total_awarded",
         "total_possible",
     ]
     assert float(rows[0]["auto_awarded"]) == 1.5 and float(rows[0]["auto_possible"]) == 3
@@ -734,10 +735,11 @@ def test_grade_all_merges_the_gradebook_keeps_hand_marks_and_collates_answers(bu
     out = run_grade_all(built, name, subs, tmp_path, "--collate")
     gradebook = out / f"grades-{name}.csv"
     rows = list(csv.DictReader(gradebook.open()))
-    rows[0]["q1a"], rows[0]["manual_awarded"] = (
-        "1",
-        "6",
-    )  # alice's hand marks, entered by the grader
+    manual = [q["name"] for q in problem_sets.questions(name) if q["manual"]]
+    # the grader's entries: for alice one mark and a typed sum (a grade for completion, say), for
+    # bob every hand mark, which the script adds up
+    rows[0]["q1a"], rows[0]["manual_awarded"] = "1", "6"
+    rows[1].update(dict.fromkeys(manual, "0.5"))
     with gradebook.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
@@ -746,14 +748,22 @@ def test_grade_all_merges_the_gradebook_keeps_hand_marks_and_collates_answers(bu
     late.mkdir()
     shutil.copyfile(subs / "bob.ipynb", late / "carol.ipynb")
     run_grade_all(built, name, late, tmp_path)  # a late submission, graded alone
-    run_grade_all(built, name, subs / "alice.ipynb", tmp_path, "--reuse")  # alice again, with marks
+    run_grade_all(built, name, subs, tmp_path, "--reuse")  # the feedback again, with the marks
     after = {r["file"]: r for r in csv.DictReader(gradebook.open())}
     assert sorted(after) == ["alice.ipynb", "bob.ipynb", "carol.ipynb"], after
-    assert after["alice.ipynb"]["q1a"] == "1" and after["alice.ipynb"]["manual_awarded"] == "6"
-    assert float(after["alice.ipynb"]["auto_awarded"]) == problem_sets.points(name)[1]
-    assert after["bob.ipynb"] == {**after["carol.ipynb"], "file": "bob.ipynb"}
-    assert "| q1a | 1 of 1.5 |" in (out / "feedback" / "alice.md").read_text()
-    assert "| question graded by hand |" not in (out / "feedback" / "bob.md").read_text()
+    total, auto = problem_sets.points(name)
+    alice, bob, carol = after["alice.ipynb"], after["bob.ipynb"], after["carol.ipynb"]
+    assert alice["q1a"] == "1" and alice["manual_awarded"] == "6"  # the typed sum is kept
+    assert float(alice["auto_awarded"]) == auto and float(alice["total_awarded"]) == auto + 6
+    assert float(bob["manual_awarded"]) == 0.5 * len(manual)  # added up: every mark is in
+    assert float(bob["total_awarded"]) == 0.5 * len(manual)  # bob's autograded points are 0
+    assert carol["manual_awarded"] == carol["total_awarded"] == "" and carol["q1a"] == ""
+    feedback = (out / "feedback" / "alice.md").read_text()
+    assert (
+        "| q1a | 1 of 1.5 |" in feedback and f"Total: {auto + 6:g} of {total:g} points" in feedback
+    )
+    assert f"Total: {0.5 * len(manual):g} of {total:g}" in (out / "feedback" / "bob.md").read_text()
+    assert "| question graded by hand |" not in (out / "feedback" / "carol.md").read_text()
     collated = (out / "by-question" / f"{name}-q1a.md").read_text()
     assert "## alice.ipynb" in collated and "Model answer" in collated  # the solution's answer
     assert "## bob.ipynb" in collated and "Bob's derivation" in collated

@@ -11,12 +11,14 @@ pages for instructors.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
 import student_site
+import yaml
 from build_book import labs, lessons
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,6 +62,15 @@ def test_blocks_for_instructors_are_dropped_and_the_rest_kept():
         ":tags: [remove-input, for-instructors]\n\nfrom softlin.book.quiz import answer_key"
         in quizzes
     )
+
+
+def test_the_student_edition_opens_the_colab_branch_without_solutions():
+    config = (ROOT / "_config.yml").read_text()
+    student = student_site.student_config(config)
+    assert yaml.safe_load(student)["repository"]["branch"] == student_site.STUDENT_BRANCH
+    assert student.replace(student_site.STUDENT_BRANCH, "colab") == config  # nothing else changes
+    with pytest.raises(ValueError, match="one repository branch line"):
+        student_site.student_config("repository:\n  url: x\n")
 
 
 def test_a_deck_s_link_to_an_instructors_page_becomes_its_text():
@@ -117,6 +128,16 @@ def test_the_student_site_has_no_instructors_page_and_no_broken_link(built_book,
         assert 'class="exercise' in page and 'class="solution' not in page, md.name
     for deck in html.glob("slides/*.html"):
         assert 'class="notes"' not in deck.read_text(), deck.name
+    # no solution in what the pages let a student download (the sources of the .ipynb button), nor in
+    # the executed notebooks' metadata (papermill's record of its input is the source's name)
+    for source in html.glob("_sources/**/*.ipynb"):
+        assert "{solution}" not in source.read_text(), source.name
+    for executed in (Path(stage) / "book").glob("**/*.ipynb"):
+        record = json.loads(executed.read_text())["metadata"].get("papermill", {})
+        assert isinstance(record.get("input_path", ""), str), executed.name
+    # its Colab links open the branch without solutions
+    lesson = (html / "book" / "02_infinite_prompt_limit.html").read_text()
+    assert f"/blob/{student_site.STUDENT_BRANCH}/book/" in lesson and "/blob/colab/" not in lesson
     # what is for instructors on the pages students keep: the quizzes' answer key, the intro's
     # paragraph on teaching from the book
     quizzes = (html / "book" / "quizzes.html").read_text()

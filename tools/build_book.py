@@ -360,6 +360,12 @@ def execute_one(
                 )
         strip_unused_widget_state(out)
         keep_image_widths_only(out)
+        record = out.metadata.get("papermill", {})
+        if not isinstance(record.get("input_path", ""), str):
+            # papermill records the notebook object it was handed as its "input path": a second copy of
+            # the page, solutions and injected exercise checks included, that the site's download and a
+            # student's copy would carry. The source file's name is what the record means.
+            record["input_path"] = f"book/{page_name(md_path)}.md"
         nbformat.write(out, out_path)
     return {
         "chapter": page_name(md_path),

@@ -609,6 +609,13 @@ def main(argv=None) -> int:
         default=None,
         help="the commit the setup cells install softlin at (default: git HEAD of --root)",
     )
+    ap.add_argument(
+        "--student",
+        action="store_true",
+        help="leave out every exercise solution (the student audience of Converter.convert): the "
+        "notebooks of the colab-student branch, which the student edition of the site "
+        "(tools/student_site.py) opens",
+    )
     args = ap.parse_args(argv)
     root = args.root.resolve()
     out = (args.out or root / "_build" / "colab").resolve()
@@ -624,8 +631,9 @@ def main(argv=None) -> int:
         if args.pages and page_name(md) not in args.pages:
             continue
         page = page_of(md, root)
+        source = nbformat.read(md.with_suffix(".ipynb"), as_version=4)
         try:
-            nb = conv.convert(nbformat.read(md.with_suffix(".ipynb"), as_version=4), page)
+            nb = conv.convert(source, page, audience="student" if args.student else "colab")
         except (KeyError, ValueError) as exc:
             print(f"{page}: {exc}", file=sys.stderr)
             return 1

@@ -848,17 +848,19 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "1. Install, once, otter, a Jupyter kernel and softlin at the commit these sets were built from, "
         "from the wheel beside this file. Grading needs no GPU: on Linux, first "
         "`pip install torch --index-url https://download.pytorch.org/whl/cpu` (it avoids the multi-GB "
-        "CUDA build; where that index is out of reach, `pip install` a CPU wheel of torch saved "
-        "beforehand, any recent version), then `pip install otter-grader==7.0.0 ipykernel torch scipy ./softlin-*.whl` "
+        "CUDA build; where that index is out of reach, `pip install` a CPU wheel of torch fetched "
+        "on a machine that reaches it, with `pip download torch --no-deps --index-url "
+        "https://download.pytorch.org/whl/cpu`), then `pip install otter-grader==7.0.0 ipykernel torch scipy ./softlin-*.whl` "
         "(or, with network, "
         f'`pip install otter-grader==7.0.0 ipykernel torch scipy "{softlin}"`).',
         "2. Grade a class at once: `python grade_all.py NAME submissions/` runs otter on every "
         "notebook of `submissions/`. It writes two things:",
         "   - `graded/grades-NAME.csv`, the gradebook: the autograded points per question, an empty "
-        "column per question graded by hand and an empty `manual_awarded` for you to fill in, then "
-        "the points possible (the columns of `--grade --csv` below; the questions come from "
-        "NAME/questions.json); running again (a late submission) merges into it, keeping the "
-        "other rows and every hand mark you entered;",
+        "column per question graded by hand for you to fill in, then the totals: `manual_awarded` "
+        "and `total_awarded` are added up once every hand mark of a row is in (the columns of "
+        "`--grade --csv` below; the questions come from NAME/questions.json); running again (a "
+        "late submission, or `--reuse` after marking) merges into it, keeping the other rows and "
+        "every hand mark you entered;",
         "   - `graded/feedback/FILE.md` per student, to return: per question, the points, the "
         "messages of the failed public checks (those the student can run with `grader.check`) and "
         "only how many hidden checks failed, with no hidden test's message, input or expected value; "
@@ -1067,9 +1069,10 @@ def write_gradebook(
     * one column per question, in the set's order, named by the question: the points the autograder
       awarded, or empty for a question graded by hand (the grader fills in the points awarded);
     * ``auto_awarded`` and ``auto_possible``: the autograded questions' totals;
-    * ``manual_awarded`` (empty, for the grader: the sum of the questions graded by hand) and
-      ``manual_possible``;
-    * ``total_possible``: the set's points, autograded and by hand."""
+    * ``manual_awarded`` (empty, for the grader: the sum of the questions graded by hand, which the
+      shipped ``grade_all.py`` adds up once every hand mark is in) and ``manual_possible``;
+    * ``total_awarded`` (empty until ``manual_awarded`` is known) and ``total_possible``: the set's
+      points, autograded and by hand."""
     rows = [(file, {q: s for q, (s, _) in r["questions"].items()}) for file, r in graded]
     grade_all_module().write_gradebook(path, questions(name, variant), rows)
 
@@ -1095,7 +1098,7 @@ def main(argv=None) -> int:
         metavar="FILE",
         help="with --grade: also write a gradebook, one row per submission (file, each question's "
         "points awarded, empty for those graded by hand, then auto_awarded, auto_possible, "
-        "manual_awarded (empty), manual_possible, total_possible)",
+        "manual_awarded (empty), manual_possible, total_awarded (empty), total_possible)",
     )
     ap.add_argument(
         "--variant",

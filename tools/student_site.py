@@ -21,6 +21,8 @@ contents and the build.
 * **For instructors only.** A notebook cell tagged ``for-instructors`` (the quizzes' answer key) and
   the Markdown between the comment lines ``% for-instructors`` and ``% end for-instructors`` (the
   intro's paragraph on teaching from the book) are left out (:func:`drop_instructor_blocks`).
+* **Colab.** Its badges and launch button open the ``colab-student`` branch (:func:`student_config`),
+  the Colab notebooks without solutions, which the Pages workflow publishes beside ``colab``.
 * **Slides.** The decks are copied from the book's site (they are drawn from the same executed lessons),
   without their presenter notes (:func:`without_notes`: they hold the exercises' answers and the
   timings) and with each link to an instructors' page reduced to its text (:func:`unlink`).
@@ -139,6 +141,20 @@ def _strip_notebook_solutions(path: Path) -> int:
     return removed
 
 
+#: The branch the student edition's Colab badges and launch button open: the colab branch's notebooks
+#: without solutions (``tools/colab_notebooks.py --student``, pushed by .github/workflows/book.yml).
+STUDENT_BRANCH = "colab-student"
+
+
+def student_config(text: str) -> str:
+    """The book's ``_config.yml`` for the student edition: its repository branch (from which every Colab
+    link derives) is :data:`STUDENT_BRANCH`. ValueError if the config names no branch."""
+    new, n = re.subn(r"(?m)^([ \t]+branch:[ \t]*)\S+[ \t]*$", rf"\g<1>{STUDENT_BRANCH}", text)
+    if n != 1:
+        raise ValueError(f"_config.yml: expected one repository branch line, found {n}")
+    return new
+
+
 def _toc(text: str) -> str:
     """The table of contents without the instructors' pages."""
     pages = "|".join(map(re.escape, INSTRUCTOR_PAGES))
@@ -163,6 +179,8 @@ def build(stage: Path = STAGE, out: Path = OUT) -> Path:
         shutil.rmtree(out)
     shutil.copytree(stage, out, ignore=lambda d, names: ["_build"] if Path(d) == stage else [])
     (out / "_toc.yml").write_text(_toc((stage / "_toc.yml").read_text()))
+    config = (stage / "_config.yml").read_text()
+    (out / "_config.yml").write_text(student_config(config))
     for name in INSTRUCTOR_PAGES:
         (out / "book" / f"{name}.md").unlink()
     from student_notebooks import strip_solutions
