@@ -98,6 +98,22 @@ def make_book(root: Path, chapters: list[str], extra_pages: dict[str, str] | Non
     return root
 
 
+def run_with_library_only(script: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """Run the Python file ``script`` in ``cwd`` with only lib/ on the path, as a wheel install gives
+    a lecturer who has the built kit and not the repository (no tools/, no course/)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")}
+    env["PYTHONPATH"] = str(ROOT / "lib")
+    return subprocess.run(
+        [sys.executable, script, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
 def chromium_path() -> str:
     """Debian's Chromium, installed with apt-get when missing (CI runs as root on Debian); a GitHub
     runner's preinstalled Google Chrome also works."""

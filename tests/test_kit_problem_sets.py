@@ -943,9 +943,7 @@ def test_the_kit_draws_set_variants_without_the_repository(built, tmp_path):
     generator, the bank, grade_all.py, the commit built from); run from a copy of the kit with only
     the library importable (no tools/, no course/), it writes a seed's sets into ``variant-SEED/``, the
     same notebooks as the repository's ``--variant SEED`` build, and the README says how."""
-    import os
-    import subprocess
-    import sys
+    from conftest import run_with_library_only
 
     shipped = built / "variants"
     assert (shipped / "problem_sets.py").read_bytes() == Path(problem_sets.__file__).read_bytes()
@@ -959,17 +957,9 @@ def test_the_kit_draws_set_variants_without_the_repository(built, tmp_path):
     shutil.copytree(shipped, kit / "variants")
     for wheel in built.glob("softlin-*.whl"):
         shutil.copyfile(wheel, kit / wheel.name)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")}
-    env["PYTHONPATH"] = str(ROOT / "lib")
     name = "ps1_measures"
-    done = subprocess.run(
-        [sys.executable, "variants/problem_sets.py", name, "--variant", str(VARIANT)],
-        cwd=kit,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
+    done = run_with_library_only(
+        "variants/problem_sets.py", name, "--variant", str(VARIANT), cwd=kit
     )
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     out = kit / f"variant-{VARIANT}"

@@ -29,11 +29,9 @@ answer key.
 from __future__ import annotations
 
 import math
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import problem_sets
@@ -290,20 +288,12 @@ ROOT = Path(__file__).resolve().parents[1]
 def _standalone(folder: Path, *args: str) -> subprocess.CompletedProcess:
     """Run ``folder/written_check.py`` in ``folder`` with only lib/ on the path, as a wheel install gives:
     no tools/ (and a ``problem_sets`` beside it that fails on import)."""
+    from conftest import run_with_library_only
+
     (folder / "problem_sets.py").write_text(
         'raise ImportError("the shipped written_check.py imports problem_sets")\n'
     )
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")}
-    env["PYTHONPATH"] = str(ROOT / "lib")
-    return subprocess.run(
-        [sys.executable, str(folder / "written_check.py"), *args],
-        cwd=folder,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    return run_with_library_only(str(folder / "written_check.py"), *args, cwd=folder)
 
 
 def test_the_shipped_generator_writes_a_seed_s_check_without_the_repository(tmp_path):
