@@ -138,6 +138,30 @@ def chromium_path() -> str:
     )
 
 
+# Every browser test launches Chromium with these: no sandbox (CI runs as root), no GPU, and shared
+# memory in /tmp rather than /dev/shm, which a container may keep small.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+
+# The tallest tile one screenshot captures, in CSS pixels. One full-page capture of a very tall page
+# (the API page is about 57 000 px at 1280 px wide) crashed Chromium's renderer on a CI machine
+# ("Target crashed"); tiles bound the size of each capture.
+SHOT_TILE_PX = 8_000
+
+
+def shoot(page, path: Path) -> list[Path]:
+    """Screenshot the whole of ``page`` from its top, in tiles at most ``SHOT_TILE_PX`` tall:
+    ``path``, then ``NAME-2.png``, ``NAME-3.png``, ... Returns the files written."""
+    height = page.evaluate("() => Math.ceil(document.documentElement.scrollHeight)")
+    width = page.viewport_size["width"]
+    written = []
+    for k, top in enumerate(range(0, max(height, 1), SHOT_TILE_PX)):
+        tile = path if k == 0 else path.with_name(f"{path.stem}-{k + 1}{path.suffix}")
+        clip = {"x": 0, "y": top, "width": width, "height": min(SHOT_TILE_PX, max(height - top, 1))}
+        page.screenshot(path=str(tile), full_page=True, clip=clip)
+        written.append(tile)
+    return written
+
+
 @pytest.fixture
 def gen():
     return __import__("torch").Generator().manual_seed(1234)
@@ -155,7 +179,7 @@ def offline_page(built_book):
     assert rc == 0, log[-3000:]
     requests: list[str] = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
+        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         context = browser.new_context(viewport={"width": 1280, "height": 900})
         context.route(re.compile(r"^(https?|wss?)://"), lambda route: route.abort())
         page = context.new_page()

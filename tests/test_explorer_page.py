@@ -19,7 +19,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import chromium_path, make_book, run_build
+from conftest import CHROMIUM_ARGS, chromium_path, make_book, run_build
 from PIL import Image
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
@@ -39,9 +39,7 @@ def page(tmp_path_factory):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=chromium_path(), args=["--no-sandbox", "--disable-gpu"]
-        )
+        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         context = browser.new_context(viewport={"width": 1280, "height": 900})
         external, errors = [], []
         context.route(

@@ -372,7 +372,7 @@ MEASURE_JS = """() => {
 
 @pytest.fixture(scope="module")
 def decks(built_book):
-    from conftest import chromium_path
+    from conftest import CHROMIUM_ARGS, chromium_path
     from playwright.sync_api import sync_playwright
 
     rc, log, stage = built_book
@@ -380,7 +380,7 @@ def decks(built_book):
     html = stage / "_build" / "html"
     found = {}
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
+        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         context = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT})
         context.route(re.compile(r"^(https?|wss?)://"), lambda route: route.abort())
         for md in LESSONS:

@@ -37,7 +37,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 from build_book import lessons, notebook_chapters, toc_files
-from conftest import chromium_path
+from conftest import CHROMIUM_ARGS, chromium_path
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
 
@@ -134,9 +134,7 @@ def reader(built_book):
     SHOTS.mkdir(parents=True, exist_ok=True)
     out = {}
     with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=chromium_path(), args=["--no-sandbox", "--disable-gpu"]
-        )
+        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         for width, mobile in ((390, True), (1280, False)):
             context = browser.new_context(
                 viewport={"width": width, "height": 844 if mobile else 900},

@@ -40,7 +40,7 @@ import numpy as np
 import pytest
 import yaml
 from build_book import labs, lessons, notebook_chapters, page_name, toc_files
-from conftest import chromium_path
+from conftest import CHROMIUM_ARGS, chromium_path, shoot
 from PIL import Image
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
@@ -233,6 +233,7 @@ def site(built_book):
             f"the default-mode book did not build (rc={rc}); see test_book.py. Last output:\n{log[-3000:]}"
         )
     html = stage / "_build" / "html"
+    from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
@@ -241,9 +242,7 @@ def site(built_book):
         old.unlink()
     results = {}
     with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=chromium_path(), args=["--no-sandbox", "--disable-gpu"]
-        )
+        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         context = browser.new_context(viewport={"width": 1280, "height": 900})
         # The site must render offline: any request that leaves file:// is recorded and refused.
         external = []
@@ -283,7 +282,16 @@ def site(built_book):
                     300
                 )  # let late layout (fonts, widget resize) finish before the shot
                 facts.update(page.evaluate(COLLECT_JS))
-                page.screenshot(path=str(SHOTS / shot_name(f)), full_page=True)
+                try:
+                    shoot(page, SHOTS / shot_name(f))
+                except PlaywrightError as err:
+                    # A crashed renderer takes the page with it: note it (a test fails on it),
+                    # reload the page in a new tab, and go on collecting the other facts.
+                    facts["shot_error"] = str(err).splitlines()[0]
+                    page.close()
+                    page = context.new_page()
+                    page.goto(target.as_uri(), wait_until="load")
+                    page.wait_for_timeout(1000)
                 facts["ids"] = page.evaluate(
                     "() => [...document.querySelectorAll('[id]')].map(e => e.id)"
                 )
@@ -324,7 +332,10 @@ def site(built_book):
                 pass
             page.wait_for_timeout(300)
             results[f]["dark"] = page.evaluate(DARK_JS)
-            page.screenshot(path=str(SHOTS / "dark" / shot_name(f)), full_page=True)
+            try:
+                shoot(page, SHOTS / "dark" / shot_name(f))
+            except PlaywrightError as err:
+                results[f]["dark_shot_error"] = str(err).splitlines()[0]
             page.close()
         browser.close()
     report = {
@@ -595,6 +606,12 @@ def test_the_api_page_documents_every_public_name(site):
 
 
 def test_every_page_has_a_screenshot(site):
+    crashed = {
+        p: [f[k] for k in ("shot_error", "dark_shot_error") if k in f]
+        for p, f in site["pages"].items()
+        if "shot_error" in f or "dark_shot_error" in f
+    }
+    assert not crashed, f"Chromium did not take the screenshot of {crashed}"
     missing = [
         p
         for p in PAGES

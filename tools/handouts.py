@@ -287,7 +287,8 @@ def print_pages(
     written = []
     with sync_playwright() as p:
         browser = p.chromium.launch(
-            executable_path=chromium(), args=["--no-sandbox", "--disable-gpu"]
+            executable_path=chromium(),
+            args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
         )
         # the printed page's width, so that the layout measured here is the one Chromium prints
         context = browser.new_context(viewport={"width": width, "height": 1000})

@@ -1195,6 +1195,7 @@ def print_pdf(page: Path, pdf: Path, browser: str, timeout: float = 120) -> bool
                     "--headless",
                     "--no-sandbox",
                     "--disable-gpu",
+                    "--disable-dev-shm-usage",
                     "--no-pdf-header-footer",
                     f"--user-data-dir={profile}",
                     f"--print-to-pdf={pdf}",
