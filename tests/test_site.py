@@ -224,6 +224,30 @@ API_JS = r"""
 """
 
 
+def shoot_or_retry(page, target: Path, path: Path):
+    """Screenshot ``page`` (``conftest.shoot``); if Chromium's renderer crashes, which takes the page
+    with it, reload ``target`` in a new tab of the same context and try once more. Returns (the page
+    to go on with, None or the error's first line): a test fails on the error, naming the page."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    for _ in range(2):
+        try:
+            shoot(page, path)
+            return page, None
+        except PlaywrightError as err:
+            error = str(err).splitlines()[0]
+            context = page.context
+            page.close()
+            page = context.new_page()
+            page.goto(target.as_uri(), wait_until="load")
+            try:
+                page.wait_for_function(WAIT_JS, timeout=30_000)
+            except PlaywrightError:
+                pass
+            page.wait_for_timeout(300)
+    return page, error
+
+
 @pytest.fixture(scope="session")
 def site(built_book):
     """Open every page of the built site once; return {toc file: collected facts}."""
@@ -233,7 +257,6 @@ def site(built_book):
             f"the default-mode book did not build (rc={rc}); see test_book.py. Last output:\n{log[-3000:]}"
         )
     html = stage / "_build" / "html"
-    from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
@@ -282,16 +305,9 @@ def site(built_book):
                     300
                 )  # let late layout (fonts, widget resize) finish before the shot
                 facts.update(page.evaluate(COLLECT_JS))
-                try:
-                    shoot(page, SHOTS / shot_name(f))
-                except PlaywrightError as err:
-                    # A crashed renderer takes the page with it: note it (a test fails on it),
-                    # reload the page in a new tab, and go on collecting the other facts.
-                    facts["shot_error"] = str(err).splitlines()[0]
-                    page.close()
-                    page = context.new_page()
-                    page.goto(target.as_uri(), wait_until="load")
-                    page.wait_for_timeout(1000)
+                page, error = shoot_or_retry(page, target, SHOTS / shot_name(f))
+                if error:
+                    facts["shot_error"] = error
                 facts["ids"] = page.evaluate(
                     "() => [...document.querySelectorAll('[id]')].map(e => e.id)"
                 )
@@ -332,10 +348,9 @@ def site(built_book):
                 pass
             page.wait_for_timeout(300)
             results[f]["dark"] = page.evaluate(DARK_JS)
-            try:
-                shoot(page, SHOTS / "dark" / shot_name(f))
-            except PlaywrightError as err:
-                results[f]["dark_shot_error"] = str(err).splitlines()[0]
+            page, error = shoot_or_retry(page, target, SHOTS / "dark" / shot_name(f))
+            if error:
+                results[f]["dark_shot_error"] = error
             page.close()
         browser.close()
     report = {
