@@ -44,6 +44,14 @@ STYLE = """
 @media print { .softlin-quiz .sq-fb, .softlin-quiz .sq-screen { display: none !important; } }
 .softlin-quiz .sq-print { display: none; }
 @media print { .softlin-quiz .sq-print { display: inline; } }
+.softlin-quiz .sq-ticket { display: none; }
+/* the strip prints on the quiz sheet (the quizzes page), not with a lesson */
+@media print {
+  #quick-quizzes .softlin-quiz .sq-ticket { display: block; margin: 0.6em 0 0 0; padding: 0.5em 0.8em;
+    border: 1px dashed #555; }
+  .softlin-quiz .sq-box { display: inline-block; width: 1.8em; height: 1.5em; margin: 0 1.2em 0 0.3em;
+    border: 1px solid #333; vertical-align: middle; }
+}
 """
 
 
@@ -101,6 +109,16 @@ class Quiz:
                     f"{html.escape(a['feedback'])}</div></div>"
                 )
             out.append("</fieldset>")
+        # printed only: a strip to cut off and hand in at the door (the entry ticket, unmarked)
+        boxes = "".join(
+            f'<span style="white-space:nowrap">{i}<span class="sq-box"></span></span>'
+            for i in range(1, len(self.questions) + 1)
+        )
+        out.append(
+            '<p class="sq-ticket">Entry ticket (not marked). Name: '
+            '<span style="display:inline-block;width:16em;border-bottom:1px solid #333">'
+            f"</span><br>Your letters, question by question: {boxes}</p>"
+        )
         out.append("</div>")
         return "\n".join(out)
 
