@@ -54,8 +54,9 @@ sync: $(STAMP)
 ## Student copies of the lessons (solutions removed) and of their labs, converted for plain notebook front
 ## ends as Colab's (tools/colab_notebooks.py): _build/student-notebooks/ (a softlin wheel beside the
 ## lessons and one in labs/, which their setup cells install without GitHub) and a zip of it.
+## STUDENT_SITE=https://... (where you host `make student-site`): the copies link there, not to the book.
 students: $(STAMP)
-	$(PY) tools/student_notebooks.py
+	$(PY) tools/student_notebooks.py $(if $(STUDENT_SITE),--site $(STUDENT_SITE))
 
 ## The student edition of the site: the built book without the pages for instructors (the plan, the run
 ## sheets, the grading reference, the kit's rebuild), decks included: _build/student-site/_build/html/

@@ -203,5 +203,7 @@ def test_the_site_checks_a_numerical_answer_without_a_kernel(offline_page, md):
         rounded = ", ".join(f"{x:.12g}" for x in np.round(key / unit) * unit)
         moved = ", ".join(f"{x:.12g}" for x in (np.round(key / unit) + 1.5) * unit)
         assert _type_and_check(form, rounded).startswith("Correct"), (label, rounded)
+        written = f"({rounded})" if key.size > 1 else rounded.replace("-", "\u2212")
+        assert _type_and_check(form, written).startswith("Correct"), (label, written)
         assert _type_and_check(form, moved).startswith("Not yet"), (label, moved)
     assert all(u.startswith(("file:", "data:")) for u in requests), requests

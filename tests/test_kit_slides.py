@@ -286,6 +286,30 @@ def test_a_figure_slide_shows_a_short_caption():
     assert first("One sentence") == "One sentence"
 
 
+def test_a_figure_slide_puts_its_notes_prediction_question_on_the_slide():
+    """A room that sees no notes still reads the question: the notes' "Ask for a prediction before the
+    next key press shows the figure: ...?" up to its first question mark, on a figure slide only, and
+    not where the slide's own text, above the figure, asks it."""
+    ask = "Ask for a prediction before the next key press shows the figure: "
+    notes = ask + "does $L$ times the\n error rise? (It falls.) More?"
+    q = slides.prediction_question
+    assert q({"figure": "fig-x", "notes": notes}) == "does $L$ times the error rise?"
+    assert q({"text": "Predict: ...", "figure": "fig-x", "notes": notes}) is None
+    assert q({"figure": "fig-x", "text": "Above: ...", "notes": notes}) == (
+        "does $L$ times the error rise?"
+    )
+    assert q({"prf": "lem-x", "notes": notes}) is None
+    assert q({"figure": "fig-x", "notes": "Say what the figure shows."}) is None
+    for outline in sorted((ROOT / "book" / "slides").glob("*.yml")):
+        for n, slide in enumerate(yaml.safe_load(outline.read_text())["slides"], 1):
+            keys = list(slide)
+            asks_itself = (
+                "text" in keys and "figure" in keys and keys.index("text") < keys.index("figure")
+            )
+            if ask.strip() in " ".join(str(slide.get("notes", "")).split()) and not asks_itself:
+                assert q(slide), f"{outline.name}, slide {n}: its question is not found"
+
+
 def test_printed_numbers_and_exercises_worded_for_the_room(tmp_path, monkeypatch):
     stage = _mini_stage(tmp_path)
     monkeypatch.setattr(slides, "OUTLINES", tmp_path / "outlines")
@@ -531,6 +555,14 @@ def test_the_decks_number_exercises_as_the_lesson_pages_do(built_book, md):
     shown = re.findall(exercise, deck)
     for label, name in shown:
         assert site.get(label) == name, (md.stem, label, name, site)
+    # the lesson's other exercises are named on the deck's last exercise slide, as homework
+    others = sorted(name for label, name in site.items() if label not in dict(shown))
+    also = re.findall(r'<p class="also">Also with the reading: (.*?)\.</p>', deck)
+    if shown and others:
+        assert len(also) == 1, (md.stem, also)
+        assert [n for n in others if n not in also[0]] == [], (md.stem, others, also)
+    else:
+        assert also == [], (md.stem, also)
 
 
 def test_the_deck_list_counts_slides_as_the_plan_does(tmp_path):

@@ -244,3 +244,18 @@ def test_a_planted_construct_the_conversion_cannot_write_is_refused(planted, tmp
     assert main(["--root", str(book), "--out", str(tmp_path / "out"), page_name(first)]) == 1
     assert "no plain-Markdown form" in capsys.readouterr().err
     assert not (tmp_path / "out" / f"{page_name(first)}.ipynb").exists()
+
+
+def test_copies_link_to_the_student_edition_where_it_is_hosted(tmp_path, capsys):
+    """With ``--site`` (``make students STUDENT_SITE=...``) every link of a copy to another page of the
+    book goes to that address, none to the public book, whose pages fold the solutions."""
+    out = tmp_path / "out"
+    site = "https://example.edu/softlin-students"
+    assert main(["--out", str(out), "--site", site + "/", "01_measure_view"]) == 0
+    text = (out / "01_measure_view.ipynb").read_text()
+    public = cn.site_url(cn.Converter(ROOT).config)
+    assert f"{site}/book/" in text, "no link to the hosted student edition"
+    assert public not in text, f"a link to the public book ({public}) is left"
+    with pytest.raises(SystemExit):
+        main(["--out", str(out), "--site", "example.edu", "01_measure_view"])
+    capsys.readouterr()

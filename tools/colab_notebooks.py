@@ -294,10 +294,11 @@ class Converter:
     ``commit``: the commit the setup cells install ``softlin`` at (default: the checkout's ``HEAD``;
     ``""`` keeps the source's ``@main``)."""
 
-    def __init__(self, root: Path = ROOT, commit: str | None = None):
+    def __init__(self, root: Path = ROOT, commit: str | None = None, site: str | None = None):
         self.root = Path(root).resolve()
         self.config = yaml.safe_load((self.root / "_config.yml").read_text())
-        self.site = site_url(self.config)
+        # where links to other pages go: the book's site, or ``site`` (a hosted student edition)
+        self.site = site.rstrip("/") + "/" if site else site_url(self.config)
         sphinx = (self.config.get("sphinx") or {}).get("config") or {}
         self.secnum_depth = int(sphinx.get("numfig_secnum_depth", 1))
         self.counter_of = {k: k for k in PRF_KINDS} | dict(

@@ -80,6 +80,28 @@ READY_JS = """() => {
 # differently at each print: in a handout the page stays as it is shown, folded blocks folded (the
 # print style leaves them out, like folded code and solutions), explorers at their default picture
 # (as loaded), printed tables fitted by softlinFitPrint, called here.
+# On paper the opening box's "CPU run time: ... when this site was built (...)" means nothing: the
+# printed box keeps its reading time and drops that sentence and what follows it in its paragraph.
+NO_RUN_TIME_JS = """
+() => {
+  for (const p of document.querySelectorAll('.admonition p')) {
+    const walk = document.createTreeWalker(p, NodeFilter.SHOW_TEXT);
+    let node;
+    while ((node = walk.nextNode())) {
+      const at = node.textContent.indexOf('CPU run time:');
+      if (at < 0) continue;
+      node.textContent = node.textContent.slice(0, at).trimEnd();
+      let cut = node;
+      while (cut && cut !== p) {
+        while (cut.nextSibling) cut.parentNode.removeChild(cut.nextSibling);
+        cut = cut.parentNode;
+      }
+      break;
+    }
+  }
+}
+"""
+
 NO_PRINT_EVENTS_JS = """
 (() => {
   const add = window.addEventListener;
@@ -305,6 +327,7 @@ def print_pages(
             page.goto(page_file.as_uri(), wait_until="load")
             page.wait_for_function(READY_JS, timeout=60_000)
             page.emulate_media(media="print")
+            page.evaluate(NO_RUN_TIME_JS)
             if reading:
                 page.add_style_tag(content=READING_CSS)
                 page.evaluate("(c) => document.documentElement.classList.add(c)", READING_CLASS)

@@ -825,9 +825,9 @@ GRADE_ALL = HERE / "grade_all.py" if IN_KIT else ROOT / "course" / "grade_all.py
 
 
 def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> None:
-    which = "" if variant is None else f" (variant {variant}: `--variant {variant}`)"
+    which = "" if variant is None else f" (variant {variant}, drawn from the seed {variant})"
     lines = [
-        f"# Problem sets{which} (built by `make problem-sets`, tools/problem_sets.py)",
+        f"# Problem sets{which}",
         "",
         "| set | points | autograded | by hand | student version | autograder |",
         "|---|---:|---:|---:|---|---|",

@@ -47,7 +47,9 @@ the lesson's caption, or the slide's own ``caption`` where that sentence does no
 (with only numbers the lesson's caption has). The whole caption opens the slide's
 presenter notes, and a check on a figure slide is drawn compact. The figure appears on a
 key press, once the room has predicted it, and the slide's check with it (one fragment:
-its numbers would give the figure's answer away). The figure is the lesson's 2x PNG,
+its numbers would give the figure's answer away). Until then the slide shows the question its notes
+ask ("Ask for a prediction before the next key press shows the figure: ...?"), for a room that sees
+no notes. The figure is the lesson's 2x PNG,
 laid out at the size the lesson shows it at: sharp on a projector.
 
 **Numbers the lesson printed, in any text.** In ``title``, ``text``, ``notes`` and an exercise's ``text``,
@@ -660,8 +662,37 @@ def _render_slide(lesson: Lesson, r: Renderer, slide: dict, where: str, rel: str
     notes = "\n\n".join(lead_notes + own + extra_notes)
     if notes:
         parts.append(f'<aside class="notes">{r.block(notes)}</aside>')
+    question = prediction_question(slide)
+    if question is not None:
+        # the room reads the question while the figure is hidden (a mirrored projector shows no
+        # notes); it goes once the figure shows, and is not printed
+        classes.append("has-predict")
+        parts.insert(
+            1 if "title" in slide else 0,
+            f'<p class="predict"><strong>Predict:</strong> {r.inline(question)}'
+            '<span class="predict-cue">the figure comes on the next key (&#8594;)</span></p>',
+        )
     cls = f' class="{" ".join(classes)}"' if classes else ""
     return f"<section{cls}>\n" + "\n".join(parts) + "\n</section>", files
+
+
+PREDICT = re.compile(
+    r"Ask for a prediction before the next key press shows the figure:\s*(?P<q>.+?\?)(?=\s|$)", re.S
+)
+
+
+def prediction_question(slide: dict) -> str | None:
+    """The question a figure slide's notes ask the room before the figure shows ("Ask for a prediction
+    before the next key press shows the figure: ...?"), up to its first question mark; None on a slide
+    with no figure, with no such question, or whose own ``text`` comes before the figure (it asks the
+    question itself)."""
+    if "figure" not in slide:
+        return None
+    keys = list(slide)
+    if "text" in keys and keys.index("text") < keys.index("figure"):
+        return None
+    found = PREDICT.search(str(slide.get("notes", "")))
+    return " ".join(found["q"].split()) if found else None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -821,10 +852,18 @@ CSS = """/* The book's slide decks (tools/slides.py): 1280 x 720, reveal.js whit
 .reveal .fig-number { font-weight: 600; }
 /* until its figure shows, a figure slide says that it comes on the next key (a stand-in lecturer is not
    left wondering whether the deck is broken); it takes no room, and prints hidden */
-.reveal section.has-figure:has(figure.fragment:not(.visible))::after {
+.reveal section.has-figure:not(.has-predict):has(figure.fragment:not(.visible))::after {
   content: "predict first: the figure comes on the next key (\\2192)"; position: absolute; top: 45%;
   left: 0; right: 0; text-align: center; font-size: 0.6em; color: #888; }
 @media print { .reveal section.has-figure::after { display: none; } }
+.reveal .also { font-size: 0.75em; color: #444; margin-top: 0.6em; }
+/* the notes' prediction question, on the slide until the figure shows */
+.reveal section.has-predict .predict { position: absolute; top: 32%; left: 6%; right: 6%;
+  text-align: center; font-size: 1.05em; line-height: 1.4; margin: 0; }
+.reveal section.has-predict .predict-cue { display: block; margin-top: 1.2em; font-size: 0.55em;
+  color: #888; }
+.reveal section.has-predict:has(figure.fragment.visible) .predict { display: none; }
+@media print { .reveal section.has-predict .predict { display: none; } }
 .reveal .text, .reveal .section { font-size: 1.05em; }
 .reveal .math { font-size: 1em; }
 .reveal mjx-container[display="true"] { margin: 0.4em 0 !important; }
@@ -1003,6 +1042,29 @@ def build_deck(stem: str, stage: Path, number: int, *, write: bool = True) -> di
         section, needed = render_slide(lesson, r, slide, i, out / stem, stem)
         sections.append(section)
         files.update(needed)
+    # The deck's last exercise slide names the lesson's exercises that no slide shows, so that the
+    # room knows which are homework with the reading.
+    on_slides = [i for i, s in enumerate(data["slides"], 1) if s.get("exercises")]
+    if on_slides:
+        shown = {
+            e if isinstance(e, str) else e.get("label")
+            for s in data["slides"]
+            for e in as_list(s.get("exercises") or [])
+        }
+        others = sorted(
+            (n, label) for label, n in lesson.exercise_numbers.items() if label not in shown
+        )
+        if others:
+            names = "; ".join(
+                f"{exercise_name(lesson, label)}, {r.inline(lesson.blocks[label].title)}"
+                for _, label in others
+            )
+            also = f'<p class="also">Also with the reading: {names}.</p>'
+            k = on_slides[-1]  # sections[0] is the title slide
+            head, notes, tail = sections[k].partition('<aside class="notes">')
+            if not notes:
+                head, tail = head.removesuffix("\n</section>"), "\n</section>"
+            sections[k] = head + also + "\n" + notes + tail
     deck = PAGE.format(
         title=html.escape(f"Lesson {lesson.number}: {lesson.title}"),
         mathjax=json.dumps(mathjax_config()),

@@ -137,6 +137,11 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--out", type=Path, default=ROOT / "_build" / "student-notebooks")
     ap.add_argument("--root", type=Path, default=ROOT, help="the book (default: this one)")
+    ap.add_argument(
+        "--site",
+        help="the address where you host the student edition (make student-site): the copies' links "
+        "to other pages go there, not to the public book and its folded solutions",
+    )
     args = ap.parse_args(argv)
     root = args.root.resolve()
     pages = [
@@ -145,6 +150,10 @@ def main(argv=None) -> int:
         if (is_lesson(md) or is_lab(md)) and (not args.pages or page_name(md) in args.pages)
     ]
     conv = converter_for(root)
+    if args.site:
+        if not args.site.startswith(("https://", "http://")):
+            ap.error(f"--site must be an http(s) address, got {args.site!r}")
+        conv = Converter(root, site=args.site)
     if conv.commit and uncommitted_library(root):
         print(
             f"note: lib/ has uncommitted changes; the wheel beside the copies holds them, but "

@@ -204,7 +204,9 @@
       form.appendChild(verdict);
       form.addEventListener("submit", function (event) {
         event.preventDefault();
-        var parts = input.value.trim().split(/[\s,;]+/).filter(function (s) { return s; });
+        // "(2.85, -4.61)" and "[0.542, 0.192]" as the solutions write them; a typographic minus too
+        var typed = input.value.replace(/[()\[\]]/g, " ").replace(/\u2212/g, "-").trim();
+        var parts = typed.split(/[\s,;]+/).filter(function (s) { return s; });
         var numbers = parts.map(Number);
         if (parts.length !== size || numbers.some(function (x) { return !isFinite(x); })) {
           verdict.textContent = "Type " + size + (size === 1 ? " number" : " numbers") +
