@@ -12,7 +12,9 @@ softlin wheel of the same folder are installed (its README.md says how).
     python grade_all.py ps1_measures submissions/ --reuse    # feedback again, with the hand marks
 
 For each submission FILE.ipynb it runs ``otter run -a NAME/autograder/autograder.zip`` into
-``OUT/results/FILE/`` (keep those: their text quotes the hidden tests), then writes
+``OUT/results/FILE/`` (keep those: their text quotes the hidden tests). A submission otter cannot grade
+(no results: an empty notebook, another set's) is named and left out, the others are graded, and the exit
+status is then 1. Then it writes
 
 * ``OUT/grades-NAME.csv``: the gradebook, one row per submission, with the columns of
   ``tools/problem_sets.py --grade --csv`` (:func:`write_gradebook`, which that script imports from
@@ -59,8 +61,16 @@ MESSAGE = re.compile(r"^\s*(\w+) - (\d+) message: (.*)$")
 RESULT = re.compile(r"^\s*(\w+) - (\d+) result:\s*$")
 
 
+class NotGraded(Exception):
+    """otter left no results for a submission (not a notebook of this set, or an empty one)."""
+
+
 def run_otter(autograder: Path, submission: Path, results: Path) -> dict:
-    """otter's results.json for ``submission``, graded by ``autograder`` into ``results``."""
+    """otter's results.json for ``submission``, graded by ``autograder`` into ``results``.
+
+    Raises
+    ------
+    NotGraded, with the end of otter's error output, when otter leaves no results.json."""
     results.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(
         [
@@ -80,9 +90,11 @@ def run_otter(autograder: Path, submission: Path, results: Path) -> dict:
     )
     found = results / "results.json"
     if not found.exists():
-        raise SystemExit(
-            f"grade_all: otter run left no results.json for {submission} (exit {done.returncode}):\n"
-            f"{done.stderr[-2000:]}"
+        last = [line for line in done.stderr.strip().splitlines() if line.strip()][-1:]
+        raise NotGraded(
+            f"otter run left no results.json (exit {done.returncode}"
+            + (f"; it said: {last[0].strip()[:300]}" if last else "")
+            + ")"
         )
     return json.loads(found.read_text())
 
@@ -437,13 +449,20 @@ def main(argv: list[str] | None = None) -> int:
     questions = read_questions(HERE / args.name / QUESTIONS)
     gradebook = args.out / f"grades-{args.name}.csv"
     existed = gradebook.exists()
-    results = {}
+    results, skipped = {}, {}
     for f in files:
         kept = args.out / "results" / f.stem / "results.json"
         if args.reuse and kept.exists():
             results[f] = json.loads(kept.read_text())
-        else:
+            continue
+        try:
             results[f] = run_otter(autograder, f, args.out / "results" / f.stem)
+        except NotGraded as exc:  # the others are graded all the same; it is named at the end
+            skipped[f] = str(exc)
+            print(f"{f.name}: NOT GRADED: {exc}", file=sys.stderr)
+    if not results:
+        raise SystemExit(f"grade_all: no submission could be graded: {skipped}")
+    files = [f for f in files if f in results]
     graded = {f: feedback(r) for f, r in results.items()}
     rows = [(f.name, {q: p for q, (p, _) in g[0].items()}) for f, g in graded.items()]
     book = {row["file"]: row for row in merge_gradebook(gradebook, questions, rows)}
@@ -482,6 +501,13 @@ def main(argv: list[str] | None = None) -> int:
     ]
     if partial:
         print(f"grade_all: hand marks still missing for {partial}", file=sys.stderr)
+    if skipped:
+        print(
+            f"grade_all: {len(skipped)} submission(s) NOT GRADED, left out of the gradebook (open "
+            f"them, or grade them by hand): {sorted(f.name for f in skipped)}",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

@@ -53,6 +53,7 @@ import shutil
 import zipfile
 from pathlib import Path
 
+import nbformat
 import problem_sets
 import pytest
 import yaml
@@ -771,6 +772,15 @@ def test_grade_all_merges_the_gradebook_keeps_hand_marks_and_collates_answers(bu
     assert sorted(p.stem for p in (out / "by-question").glob("*.md")) == sorted(
         f"{name}-{q}" for q in manual
     )
+    # a notebook otter cannot grade is named and left out; the others are graded all the same
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "empty.ipynb").write_text(json.dumps(nbformat.v4.new_notebook()))
+    shutil.copyfile(built / name / "autograder" / f"{name}.ipynb", broken / "dave.ipynb")
+    done = run_grade_all(built, name, broken, tmp_path, check=False)
+    assert done.returncode == 1 and "empty.ipynb: NOT GRADED" in done.stderr, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "dave.ipynb" in gradebook.read_text() and "empty.ipynb" not in gradebook.read_text()
     # a gradebook of another set's columns is not overwritten
     gradebook.write_text("file,x\nalice.ipynb,1\n")
     done = run_grade_all(built, name, late, tmp_path, check=False)
