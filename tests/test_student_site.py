@@ -68,7 +68,10 @@ def test_the_student_edition_opens_the_colab_branch_without_solutions():
     config = (ROOT / "_config.yml").read_text()
     student = student_site.student_config(config)
     assert yaml.safe_load(student)["repository"]["branch"] == student_site.STUDENT_BRANCH
-    assert student.replace(student_site.STUDENT_BRANCH, "colab") == config  # nothing else changes
+    assert yaml.safe_load(student)["html"]["use_repository_button"] is False
+    restored = student.replace(student_site.STUDENT_BRANCH, "colab")
+    restored = restored.replace("use_repository_button: false", "use_repository_button: true")
+    assert restored == config  # nothing else changes
     with pytest.raises(ValueError, match="one repository branch line"):
         student_site.student_config("repository:\n  url: x\n")
 
@@ -138,6 +141,7 @@ def test_the_student_site_has_no_instructors_page_and_no_broken_link(built_book,
     # its Colab links open the branch without solutions
     lesson = (html / "book" / "02_infinite_prompt_limit.html").read_text()
     assert f"/blob/{student_site.STUDENT_BRANCH}/book/" in lesson and "/blob/colab/" not in lesson
+    assert "btn-source-repository-button" not in lesson  # no button to the repository's solutions
     # what is for instructors on the pages students keep: the quizzes' answer key, the intro's
     # paragraph on teaching from the book
     quizzes = (html / "book" / "quizzes.html").read_text()

@@ -148,11 +148,12 @@ STUDENT_BRANCH = "colab-student"
 
 def student_config(text: str) -> str:
     """The book's ``_config.yml`` for the student edition: its repository branch (from which every Colab
-    link derives) is :data:`STUDENT_BRANCH`. ValueError if the config names no branch."""
+    link derives) is :data:`STUDENT_BRANCH`, and its pages have no button to the repository (which
+    holds the solutions). ValueError if the config names no branch."""
     new, n = re.subn(r"(?m)^([ \t]+branch:[ \t]*)\S+[ \t]*$", rf"\g<1>{STUDENT_BRANCH}", text)
     if n != 1:
         raise ValueError(f"_config.yml: expected one repository branch line, found {n}")
-    return new
+    return re.sub(r"(?m)^([ \t]+use_repository_button:[ \t]*)true[ \t]*$", r"\g<1>false", new)
 
 
 def _toc(text: str) -> str:

@@ -436,7 +436,14 @@ def make_check(
                     return f"your answer{where} is text, {value!r}: give a number, without quotes"
                 got = as_array(value)
             except Exception as exc:  # the reader's code may fail: say so instead of a traceback
-                return f"evaluating your answer{where} raised {type(exc).__name__}: {exc}"
+                called = (
+                    ""
+                    if inputs is None
+                    else " (it was called with "
+                    + ", ".join(f"a {type(a).__name__}" for a in args)
+                    + ": a function of math's works on floats only, torch's on tensors)"
+                )
+                return f"evaluating your answer{where} raised {type(exc).__name__}: {exc}{called}"
             if got.shape != want.shape and not got.size == want.size == 1:
                 return f"your answer{where} has shape {got.shape}, which is not the expected shape"
             if not np.all(np.isfinite(got)):
