@@ -238,14 +238,23 @@ def shoot_or_retry(page, target: Path, path: Path):
             error = str(err).splitlines()[0]
             context = page.context
             page.close()
-            page = context.new_page()
-            page.goto(target.as_uri(), wait_until="load")
-            try:
-                page.wait_for_function(WAIT_JS, timeout=30_000)
-            except PlaywrightError:
-                pass
-            page.wait_for_timeout(300)
+            page = open_settled(context, target)
     return page, error
+
+
+def open_settled(context, target: Path):
+    """A new tab of ``context`` on ``target``, once its math, widgets and images have rendered (or 30 s
+    have passed) and late layout has had 300 ms."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    page = context.new_page()
+    page.goto(target.as_uri(), wait_until="load")
+    try:
+        page.wait_for_function(WAIT_JS, timeout=30_000)
+    except PlaywrightTimeout:
+        pass
+    page.wait_for_timeout(300)
+    return page
 
 
 @pytest.fixture(scope="session")
@@ -340,13 +349,7 @@ def site(built_book):
             target = html / (f + ".html")
             if not target.exists():
                 continue
-            page = dark.new_page()
-            page.goto(target.as_uri(), wait_until="load")
-            try:
-                page.wait_for_function(WAIT_JS, timeout=30_000)
-            except PlaywrightTimeout:
-                pass
-            page.wait_for_timeout(300)
+            page = open_settled(dark, target)
             results[f]["dark"] = page.evaluate(DARK_JS)
             page, error = shoot_or_retry(page, target, SHOTS / "dark" / shot_name(f))
             if error:
