@@ -13,24 +13,26 @@ softlin wheel of the same folder are installed (its README.md says how).
 
 For each submission FILE.ipynb it runs ``otter run -a NAME/autograder/autograder.zip`` into
 ``OUT/results/FILE/`` (keep those: their text quotes the hidden tests). A submission otter cannot grade
-(no results: an empty notebook, another set's) is named and left out, the others are graded, and the exit
-status is then 1. Then it writes
+(no results: an empty notebook, another set's), or one that runs past ``--timeout`` seconds (a loop that
+never ends), is named and left out, the others are graded, and the exit status is then 1. Then it writes
 
 * ``OUT/grades-NAME.csv``: the gradebook, one row per submission, with the columns of
   ``tools/problem_sets.py --grade --csv`` (:func:`write_gradebook`, which that script imports from
   here): ``file``; one per question, in the set's order: the points the autograder awarded, or empty
   for a question graded by hand, for the grader to fill in from the set's rubric.md; then
   ``auto_awarded``, ``auto_possible``, ``manual_awarded`` (the sum of the hand marks, once all are in:
-  :func:`add_up`), ``manual_possible``, ``total_awarded`` and ``total_possible``. The questions, their points and which are graded
-  by hand come from ``NAME/questions.json``, written by the build. A gradebook already there is merged,
-  not overwritten (:func:`merge_gradebook`): other files' rows stay, and a regraded file keeps the hand
-  marks filled in;
+  :func:`add_up`), ``manual_possible``, ``total_awarded`` and ``total_possible``; last ``comments``,
+  empty, for the grader's words to the student, which the feedback quotes. The questions, their points
+  and which are graded by hand come from ``NAME/questions.json``, written by the build. A gradebook
+  already there is merged, not overwritten (:func:`merge_gradebook`): other files' rows stay, and a
+  regraded file keeps the hand marks and comments filled in;
 * ``OUT/feedback/FILE.md``, to return to the student: per question, the points; the messages of its
   failed public checks (the sentence the set wrote for each, never the test's code), which the student
-  could already read by running ``grader.check`` in the notebook; and how many of its hidden checks
-  failed, nothing more: a hidden check's message states its inputs and expected values (e.g. "C is about
+  could already read by running ``grader.check`` in the notebook; the errors the student's code raised
+  in its checks (:func:`raised`: "NameError: name 'f' is not defined" when a cell stopped before
+  defining ``f``); and how many of its hidden checks failed, nothing more: a hidden check's message states its inputs and expected values (e.g. "C is about
   3.81 for ..."), which would let a student pass it without solving the question (:func:`feedback`);
-  and the hand marks the gradebook already holds for that file. ``--reuse`` rewrites the feedback from
+  and the hand marks and comments the gradebook already holds for that file. ``--reuse`` rewrites the feedback from
   the kept results, without running otter again, once the hand marks are in;
 * with ``--collate``, ``OUT/by-question/NAME-qN.md`` for each question graded by hand: every
   submission's answer to it, one after the other (:func:`write_collated`).
@@ -65,14 +67,42 @@ class NotGraded(Exception):
     """otter left no results for a submission (not a notebook of this set, or an empty one)."""
 
 
-def run_otter(autograder: Path, submission: Path, results: Path) -> dict:
-    """otter's results.json for ``submission``, graded by ``autograder`` into ``results``.
+#: Seconds a submission may take to grade before it is left out (``--timeout``): the sets' solutions
+#: grade in about a minute on two CPU cores.
+TIMEOUT = 900.0
+
+
+def run_otter(autograder: Path, submission: Path, results: Path, timeout: float = TIMEOUT) -> dict:
+    """otter's results.json for ``submission``, graded by ``autograder`` into ``results``, in at most
+    ``timeout`` seconds.
 
     Raises
     ------
-    NotGraded, with the end of otter's error output, when otter leaves no results.json."""
+    NotGraded, with the end of otter's error output, when otter leaves no results.json, or when it
+    runs past ``timeout`` seconds (otter is then stopped)."""
+    if not timeout > 0:
+        raise ValueError(f"timeout: got {timeout!r} seconds, expected a positive number")
     results.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(
+    try:
+        done = _otter(autograder, submission, results, timeout)
+    except subprocess.TimeoutExpired:
+        raise NotGraded(
+            f"otter ran past the timeout of {timeout:g} s and was stopped (a cell that never ends? "
+            "grade it alone with a larger --timeout)"
+        ) from None
+    found = results / "results.json"
+    if not found.exists():
+        last = [line for line in done.stderr.strip().splitlines() if line.strip()][-1:]
+        raise NotGraded(
+            f"otter run left no results.json (exit {done.returncode}"
+            + (f"; it said: {last[0].strip()[:300]}" if last else "")
+            + ")"
+        )
+    return json.loads(found.read_text())
+
+
+def _otter(autograder: Path, submission: Path, results: Path, timeout: float):
+    return subprocess.run(
         [
             sys.executable,
             "-m",
@@ -86,17 +116,9 @@ def run_otter(autograder: Path, submission: Path, results: Path) -> dict:
         ],
         capture_output=True,
         text=True,
-        check=False,  # a notebook that fails to run still gets results.json, read below
+        timeout=timeout,
+        check=False,  # a notebook that fails to run still gets results.json, read by run_otter
     )
-    found = results / "results.json"
-    if not found.exists():
-        last = [line for line in done.stderr.strip().splitlines() if line.strip()][-1:]
-        raise NotGraded(
-            f"otter run left no results.json (exit {done.returncode}"
-            + (f"; it said: {last[0].strip()[:300]}" if last else "")
-            + ")"
-        )
-    return json.loads(found.read_text())
 
 
 #: The entry of otter's results that summarises the public test cases only (``visibility: visible``).
@@ -161,6 +183,53 @@ def feedback(
     return points, public_failed, hidden_failed
 
 
+#: The line that ends the traceback of an error raised in a check: ``NameError: name 'f' is not
+#: defined``. AssertionError is a check that failed, not an error of the student's code.
+ERROR = re.compile(r"^\s*((?!AssertionError\b)[A-Za-z_][\w.]*(?:Error|Exception)):\s?(.*)$")
+
+
+def _errors(output: str) -> dict[str, str]:
+    """``{case name: its error line}`` for the cases of an otter summary whose code raised an error
+    (other than an AssertionError): the last line of the traceback that follows "Exception raised:"."""
+    errors, case, inside = {}, None, False
+    for line in output.splitlines():
+        r = RESULT.match(line)
+        if r:
+            case, inside = f"{r[1]} - {r[2]}", False
+            continue
+        if "Exception raised:" in line:
+            inside = True
+            continue
+        m = ERROR.match(line) if inside and case else None
+        if m:
+            errors.setdefault(case, f"{m[1]}: {m[2]}".strip().rstrip(":"))
+            inside = False
+    return errors
+
+
+def raised(results: dict) -> dict[str, list[str]]:
+    """The errors a student's code raised in a question's checks, ``{question: [line, ...]}``, each line
+    once, in otter's order. A public check's error is given whole (the student sees it by running
+    ``grader.check``); a hidden check's by its type alone, except a NameError, whose message names only
+    what the student was to define (so no hidden input or expected value is shown)."""
+    tests = results.get("tests", [])
+    public = next((t for t in tests if t.get("name") == PUBLIC), None)
+    public_errors = _errors(public.get("output", "")) if public else {}
+    found: dict[str, list[str]] = {}
+    for test in tests:
+        if test.get("max_score") is None:
+            continue
+        for case, error in _errors(test.get("output", "")).items():
+            kind, shown = error.split(":", 1)[0], error
+            if case not in public_errors and kind != "NameError":
+                if any(seen.split(":", 1)[0] == kind for seen in found.get(test["name"], [])):
+                    continue  # a public check already shows this error whole
+                shown = f"{kind} (in a hidden check)"
+            if shown not in found.setdefault(test["name"], []):
+                found[test["name"]].append(shown)
+    return {q: lines for q, lines in found.items() if lines}
+
+
 #: Each set's questions, in its order, with their points and whether they are graded by hand: written
 #: beside the set's rubric.md by ``tools/problem_sets.py`` (``[{"name", "points", "manual"}, ...]``).
 QUESTIONS = "questions.json"
@@ -173,6 +242,8 @@ TOTALS = (
     "total_awarded",
     "total_possible",
 )
+#: The gradebook's last column: the grader's words to the student, quoted in the feedback.
+COMMENTS = "comments"
 
 
 def read_questions(path: Path) -> list[dict]:
@@ -191,8 +262,9 @@ def read_questions(path: Path) -> list[dict]:
 
 
 def gradebook_header(questions: list[dict]) -> list[str]:
-    """The gradebook's columns: ``file``, one per question (in the set's order), then :data:`TOTALS`."""
-    return ["file", *(q["name"] for q in questions), *TOTALS]
+    """The gradebook's columns: ``file``, one per question (in the set's order), then :data:`TOTALS`,
+    then :data:`COMMENTS`."""
+    return ["file", *(q["name"] for q in questions), *TOTALS, COMMENTS]
 
 
 def gradebook_row(file: str, questions: list[dict], awarded: dict[str, float]) -> list[str]:
@@ -221,6 +293,7 @@ def gradebook_row(file: str, questions: list[dict], awarded: dict[str, float]) -
         f"{by_hand:g}",
         "",
         f"{possible + by_hand:g}",
+        "",
     ]
 
 
@@ -237,7 +310,7 @@ def write_gradebook(path: Path, questions: list[dict], rows: list[tuple[str, dic
 def merge_gradebook(path: Path, questions: list[dict], rows: list[tuple[str, dict]]) -> list[dict]:
     """Write ``rows`` into the gradebook ``path``, keeping what it already holds: the rows of the files
     not graded now stay as they are, and a regraded file keeps the hand marks filled in (its columns of
-    questions graded by hand, and ``manual_awarded``), while its autograded columns are rewritten; new
+    questions graded by hand, ``manual_awarded`` and ``comments``), while its autograded columns are rewritten; new
     files are appended. A gradebook whose columns are not this set's is left alone (SystemExit). Returns
     the gradebook's rows, as dicts of its columns."""
     header = gradebook_header(questions)
@@ -251,7 +324,7 @@ def merge_gradebook(path: Path, questions: list[dict], rows: list[tuple[str, dic
                     f"{header}; move it aside (it is not overwritten)"
                 )
             kept = {row["file"]: row for row in reader}
-    by_hand = [q["name"] for q in questions if q["manual"]] + ["manual_awarded"]
+    by_hand = [q["name"] for q in questions if q["manual"]] + ["manual_awarded", COMMENTS]
     for file, awarded in rows:
         row = dict(zip(header, gradebook_row(file, questions, awarded)))
         old = kept.get(file, {})
@@ -356,12 +429,16 @@ def write_feedback(
     hidden_failed: dict[str, int],
     by_hand: dict[str, tuple[str, float]] | None = None,
     total: tuple[str, float] | None = None,
+    errors: dict[str, list[str]] | None = None,
+    comments: str = "",
 ) -> None:
     """The student's feedback file ``path`` (Markdown), from :func:`feedback`'s three parts: per
     question its points, how many public and hidden checks failed, and the failed public checks'
     messages; never a hidden check's message. ``by_hand``: the hand marks already in the gradebook,
     ``{question: (mark, possible)}``, listed after the autograded points; ``total``: the set's total
-    (awarded, possible) once the gradebook has it."""
+    (awarded, possible) once the gradebook has it; ``errors``: :func:`raised`'s errors, by question;
+    ``comments``: the grader's comments from the gradebook, quoted at the top."""
+    errors = errors or {}
     got = sum(p for p, _ in points.values())
     possible = sum(m for _, m in points.values())
     if total:
@@ -378,6 +455,7 @@ def write_feedback(
         "",
         summary,
         "",
+        *([f"Comments: {comments.strip()}", ""] if comments.strip() else []),
         "| question | points | public checks failed | hidden checks failed |",
         "|---|---|---|---|",
         *(
@@ -405,6 +483,15 @@ def write_feedback(
             continue
         p, m = points[q]
         lines += [f"**{q}** ({p:g} of {m:g} points):", ""]
+        if errors.get(q):
+            lines += ["Your code raised an error in its checks:", ""]
+            lines += [f"- `{line}`" for line in errors[q]]
+            if any(line.startswith("NameError") for line in errors[q]):
+                lines.append(
+                    "- (a NameError: a cell above stopped with an error before defining that "
+                    "name, or the name is misspelt; run the notebook from the top to see where)"
+                )
+            lines.append("")
         if public:
             lines += [f"{_checks(len(public), 'public')} failed:", ""]
             lines += [
@@ -434,7 +521,16 @@ def main(argv: list[str] | None = None) -> int:
         help="also write OUT/by-question/NAME-qN.md: every submission's answer to each question "
         "graded by hand, to mark one question across the class",
     )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=TIMEOUT,
+        help=f"seconds one submission may take before it is stopped and left out (default: "
+        f"{TIMEOUT:g})",
+    )
     args = parser.parse_args(argv)
+    if not args.timeout > 0:
+        raise SystemExit(f"grade_all: --timeout got {args.timeout:g}, expected a positive number")
     autograder = HERE / args.name / "autograder" / "autograder.zip"
     if not autograder.exists():
         sets = sorted(p.name for p in HERE.glob("ps*_*") if p.is_dir())
@@ -456,7 +552,7 @@ def main(argv: list[str] | None = None) -> int:
             results[f] = json.loads(kept.read_text())
             continue
         try:
-            results[f] = run_otter(autograder, f, args.out / "results" / f.stem)
+            results[f] = run_otter(autograder, f, args.out / "results" / f.stem, args.timeout)
         except NotGraded as exc:  # the others are graded all the same; it is named at the end
             skipped[f] = str(exc)
             print(f"{f.name}: NOT GRADED: {exc}", file=sys.stderr)
@@ -484,6 +580,8 @@ def main(argv: list[str] | None = None) -> int:
             (row["total_awarded"], float(row["total_possible"]))
             if (row := book[f.name])["total_awarded"]
             else None,
+            raised(results[f]),
+            row[COMMENTS],
         )
         total = sum(p for p, _ in points.values())
         print(f"{f.name}: {total:g} of {sum(m for _, m in points.values()):g} autograded points")

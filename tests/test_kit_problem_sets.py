@@ -26,7 +26,7 @@ graded locally without Docker.
   pass has a question graded by hand ("show your derivation") that says so.
 * ``--grade --csv FILE`` writes a gradebook: one row per submission, each question's points awarded
   (empty for those graded by hand), then auto_awarded, auto_possible, an empty manual_awarded,
-  manual_possible, an empty total_awarded and total_possible: no column shows points possible under a name without "_possible".
+  manual_possible, an empty total_awarded, total_possible and an empty comments: no column shows points possible under a name without "_possible".
   The shipped grade_all.py writes the same header and points (its functions write both CSVs; the
   set's questions come from the build's questions.json).
 * The shipped grade_all.py's feedback gives per question the points, the failed public checks' messages
@@ -254,6 +254,7 @@ def test_the_gradebook_has_a_row_per_submission(tmp_path):
         "manual_possible",
         "total_awarded",
         "total_possible",
+        "comments",
     ]
     assert float(rows[0]["auto_awarded"]) == 1.5 and float(rows[0]["auto_possible"]) == 3
     assert rows[0]["manual_awarded"] == ""  # for the grader to fill in
@@ -740,6 +741,7 @@ def test_grade_all_merges_the_gradebook_keeps_hand_marks_and_collates_answers(bu
     # the grader's entries: for alice one mark and a typed sum (a grade for completion, say), for
     # bob every hand mark, which the script adds up
     rows[0]["q1a"], rows[0]["manual_awarded"] = "1", "6"
+    rows[0]["comments"] = "Clear derivation; say why c2 vanishes."
     rows[1].update(dict.fromkeys(manual, "0.5"))
     with gradebook.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
@@ -763,6 +765,8 @@ def test_grade_all_merges_the_gradebook_keeps_hand_marks_and_collates_answers(bu
     assert (
         "| q1a | 1 of 1.5 |" in feedback and f"Total: {auto + 6:g} of {total:g} points" in feedback
     )
+    assert alice["comments"] == "Clear derivation; say why c2 vanishes."  # kept on regrading
+    assert "Comments: Clear derivation; say why c2 vanishes." in feedback, feedback
     assert f"Total: {0.5 * len(manual):g} of {total:g}" in (out / "feedback" / "bob.md").read_text()
     assert "| question graded by hand |" not in (out / "feedback" / "carol.md").read_text()
     collated = (out / "by-question" / f"{name}-q1a.md").read_text()
@@ -781,6 +785,10 @@ def test_grade_all_merges_the_gradebook_keeps_hand_marks_and_collates_answers(bu
     assert done.returncode == 1 and "empty.ipynb: NOT GRADED" in done.stderr, done.stderr[-2000:]
     assert "Traceback" not in done.stderr, done.stderr[-2000:]
     assert "dave.ipynb" in gradebook.read_text() and "empty.ipynb" not in gradebook.read_text()
+    # one that runs past --timeout is stopped, named and left out the same way
+    (broken / "empty.ipynb").unlink()
+    done = run_grade_all(built, name, broken, tmp_path, "--timeout", "0.5", check=False)
+    assert done.returncode == 1 and "ran past the timeout of 0.5 s" in done.stderr, done.stderr
     # a gradebook of another set's columns is not overwritten
     gradebook.write_text("file,x\nalice.ipynb,1\n")
     done = run_grade_all(built, name, late, tmp_path, check=False)
@@ -937,6 +945,57 @@ def test_feedback_keeps_only_the_public_checks_messages():
     assert hidden_failed == {"q1": 2, "q2": 1}
     points, public_failed, hidden_failed = feedback({"tests": [q1, q2]})
     assert public_failed == {} and hidden_failed == {"q1": 3, "q2": 1}
+
+
+def test_feedback_names_the_errors_the_students_code_raised(tmp_path):
+    """grade_all.raised: the error that ends a failed case's traceback (not an AssertionError, which is
+    a check failing) is named per question, whole for a public check, by its type alone for a hidden
+    one unless it is a NameError; the feedback file lists them, with a hint for a NameError."""
+    grade_all = problem_sets.grade_all_module()
+
+    def case(q, k, error):
+        return (
+            f"    {q} - {k} result:\n        ❌ Test case failed\n        Exception raised:\n"
+            "            Traceback (most recent call last):\n"
+            f'              File "<doctest {q} 0[0]>", line 1, in <module>\n'
+            f"            {error}\n"
+        )
+
+    public = {
+        "name": "Public Tests",
+        "output": "q1 results:\n" + case("q1", 1, "NameError: name 'f' is not defined"),
+    }
+    q1 = {
+        "name": "q1",
+        "score": 0,
+        "max_score": 1,
+        "output": "q1 results:\n"
+        + case("q1", 1, "NameError: name 'f' is not defined")
+        + case("q1", 2, "ValueError: x = 3.8074826329 is out of range")
+        + case("q1", 3, "AssertionError: expected 3.8074826329"),
+    }
+    q2 = {"name": "q2", "score": 1, "max_score": 1, "output": "q2 results: All passed!"}
+    assert grade_all.raised({"tests": [public, q1, q2]}) == {
+        "q1": ["NameError: name 'f' is not defined", "ValueError (in a hidden check)"]
+    }
+    path = tmp_path / "f.md"
+    grade_all.write_feedback(
+        path,
+        "ps1_measures",
+        "f.ipynb",
+        {"q1": (0.0, 1.0)},
+        {"q1": ["public one"]},
+        {"q1": 2},
+        errors=grade_all.raised({"tests": [public, q1, q2]}),
+        comments="Good start; see the rubric on q1a.",
+    )
+    text = path.read_text()
+    assert "- `NameError: name 'f' is not defined`" in text, text
+    assert "- `ValueError (in a hidden check)`" in text and "a cell above stopped" in text, text
+    assert "3.807" not in text, text  # nothing of a hidden check's values
+    assert "Comments: Good start; see the rubric on q1a." in text, text
+    with pytest.raises(ValueError, match=r"timeout: got 0 seconds, expected a positive"):
+        grade_all.run_otter(tmp_path / "a.zip", tmp_path / "f.ipynb", tmp_path / "r", timeout=0)
 
 
 def _cells(notebook: Path) -> list[tuple[str, str, str]]:

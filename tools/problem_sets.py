@@ -83,7 +83,8 @@ question awarded and possible; the manually graded questions are listed with the
 graded by hand with the rubric (the JSON line's ``manual_possible``). ``--csv FILE`` also writes a gradebook
 (:func:`write_gradebook`): one row per submission, the points the autograder awarded on each question, an
 empty column for each question graded by hand, then ``auto_awarded``, ``auto_possible``, an empty
-``manual_awarded``, ``manual_possible`` and ``total_possible``. The shipped ``grade_all.py`` writes the
+``manual_awarded``, ``manual_possible``, an empty ``total_awarded``, ``total_possible`` and an empty
+``comments``. The shipped ``grade_all.py`` writes the
 same columns: the functions that write them live there (it must run without the repository) and
 :func:`write_gradebook` imports them (:func:`grade_all_module`). ``--grade`` prints for the grader only
 (points, no check's message); the feedback for students is ``grade_all.py``'s: per question the points,
@@ -857,14 +858,18 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "notebook of `submissions/`. It writes two things:",
         "   - `graded/grades-NAME.csv`, the gradebook: the autograded points per question, an empty "
         "column per question graded by hand for you to fill in, then the totals: `manual_awarded` "
-        "and `total_awarded` are added up once every hand mark of a row is in (the columns of "
+        "and `total_awarded` are added up once every hand mark of a row is in; last `comments`, "
+        "your words to the student, which the feedback quotes (the columns of "
         "`--grade --csv` below; the questions come from NAME/questions.json); running again (a "
         "late submission, or `--reuse` after marking) merges into it, keeping the other rows and "
         "every hand mark you entered;",
         "   - `graded/feedback/FILE.md` per student, to return: per question, the points, the "
         "messages of the failed public checks (those the student can run with `grader.check`) and "
         "only how many hidden checks failed, with no hidden test's message, input or expected value; "
-        "and the hand marks already in the gradebook.",
+        "the errors the student's code raised in its checks (a `NameError` when a cell stopped "
+        "before defining a function); and the hand marks and comments already in the gradebook. "
+        "A notebook that runs past `--timeout` seconds (default 900) is stopped, named and left "
+        "out, like one otter cannot read; the exit status is then 1.",
         "",
         "   To mark by hand: `--collate` also writes `graded/by-question/NAME-qN.md`, every student's "
         "answer to one question graded by hand, to mark it across the class with its rubric; enter "
@@ -1072,7 +1077,8 @@ def write_gradebook(
     * ``manual_awarded`` (empty, for the grader: the sum of the questions graded by hand, which the
       shipped ``grade_all.py`` adds up once every hand mark is in) and ``manual_possible``;
     * ``total_awarded`` (empty until ``manual_awarded`` is known) and ``total_possible``: the set's
-      points, autograded and by hand."""
+      points, autograded and by hand;
+    * ``comments`` (empty, for the grader's words to the student)."""
     rows = [(file, {q: s for q, (s, _) in r["questions"].items()}) for file, r in graded]
     grade_all_module().write_gradebook(path, questions(name, variant), rows)
 
@@ -1098,7 +1104,8 @@ def main(argv=None) -> int:
         metavar="FILE",
         help="with --grade: also write a gradebook, one row per submission (file, each question's "
         "points awarded, empty for those graded by hand, then auto_awarded, auto_possible, "
-        "manual_awarded (empty), manual_possible, total_awarded (empty), total_possible)",
+        "manual_awarded (empty), manual_possible, total_awarded (empty), total_possible, "
+        "comments (empty))",
     )
     ap.add_argument(
         "--variant",
