@@ -66,7 +66,7 @@ student-site: $(STAMP)
 	$(PY) tools/student_site.py
 
 ## One PDF for the chain of results, per lesson and per lab from the built site (headless Chromium, the
-## site's print style): _build/handouts/chain_of_results.pdf, NN_name.pdf and labs/NN_name.pdf; and per
+## site's print style): _build/handouts/syllabus.pdf, chain_of_results.pdf, NN_name.pdf and labs/NN_name.pdf; and per
 ## lesson a reading handout without the code cells' input (outputs, figures, explorers kept), for reading
 ## before a session: _build/handouts/reading/NN_name.pdf.
 handouts: $(STAMP)

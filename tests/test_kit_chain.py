@@ -5,7 +5,8 @@
   formulas a student must carry (the tilt, V(m + Gamma U z), C_1, the threshold u^2 = 1/2, R_inf, b*, A*).
 * Linked from the intro and the instructor page.
 * Printed from the built site with the handouts' settings (headless Chromium, A4, the site's print
-  style; tools/handouts.py, which prints it first among the handouts), it takes at most two pages.
+  style; tools/handouts.py, which prints it after the syllabus, first among the handouts), it takes at
+  most two pages.
 """
 
 from __future__ import annotations
@@ -68,11 +69,11 @@ def test_the_intro_and_the_instructor_page_link_the_chain():
         assert "{doc}`chain_of_results`" in (ROOT / "book" / f"{page}.md").read_text(), page
 
 
-def test_the_handouts_print_the_chain_first():
+def test_the_handouts_print_the_syllabus_then_the_chain_first():
     from handouts import handout_pages
 
     titles = handout_pages(ROOT)
-    assert next(iter(titles)) == "chain_of_results", list(titles)[:3]
+    assert list(titles)[:2] == ["syllabus", "chain_of_results"], list(titles)[:3]
     assert titles["chain_of_results"] == "The chain of results"
 
 

@@ -670,7 +670,9 @@ def test_handouts_print_one_pdf_per_lesson_and_lab(site, tmp_path):
         check=False,
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    chain = (out / "chain_of_results.pdf").read_bytes()  # the course's summary sheet, first
+    syllabus = (out / "syllabus.pdf").read_bytes()  # the students' one-page course outline, first
+    assert len(re.findall(rb"/Type\s*/Page[^s]", syllabus)) == 1, "syllabus.pdf: one page expected"
+    chain = (out / "chain_of_results.pdf").read_bytes()  # the course's summary sheet
     assert 1 <= len(re.findall(rb"/Type\s*/Page[^s]", chain)) <= 2, "chain_of_results.pdf"
     # the lecturer's run sheets: each session starts a page (its print style), so three pages in
     # all means that each session's sheet fits on one

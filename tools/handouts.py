@@ -9,7 +9,8 @@ lesson again without its code (a reading handout), with headless Chromium (no Te
     python tools/handouts.py 05_icl_linear_regression labs/05_icl_linear_regression --measure
     python tools/handouts.py 03_concentration --site _build/stage/_build/html --out /tmp/h
 
-``make handouts`` runs this after building the site when there is none (``make book``). The chain of
+``make handouts`` runs this after building the site when there is none (``make book``). The syllabus
+(``book/syllabus.md``, one page for students) prints to ``syllabus.pdf``; the chain of
 results (``book/chain_of_results.md``, the course's one-page summary) prints to ``chain_of_results.pdf``,
 a lesson's handout to ``NN_name.pdf``, its lab's to ``labs/NN_name.pdf``; the run sheets, for the lecturer
 alone, to ``instructor/run_sheets.pdf``, so that the rest of the folder can go to students as it is. A lesson's reading handout
@@ -450,9 +451,10 @@ def blank_fractions(pdf: Path, dpi: int = 40) -> list[float]:
         return out
 
 
-#: Pages printed before the lessons: the course's summary sheet, the lecturer's run sheets (one page
-#: per session) and the quiz sheet (the quizzes without their explanations or key).
-SUMMARY_PAGES = ("chain_of_results", "run_sheets", "quizzes")
+#: Pages printed before the lessons: the syllabus (one page, for students), the course's summary
+#: sheet, the lecturer's run sheets (one page per session) and the quiz sheet (the quizzes without
+#: their explanations or key).
+SUMMARY_PAGES = ("syllabus", "chain_of_results", "run_sheets", "quizzes")
 # Printed into their own folder, ``instructor/``, apart from what students get
 FOR_INSTRUCTORS = ("run_sheets",)
 INSTRUCTOR = "instructor"
