@@ -14,7 +14,9 @@ softlin wheel of the same folder are installed (its README.md says how).
 For each submission FILE.ipynb it runs ``otter run -a NAME/autograder/autograder.zip`` into
 ``OUT/results/FILE/`` (keep those: their text quotes the hidden tests). A submission otter cannot grade
 (no results: an empty notebook, another set's), or one that runs past ``--timeout`` seconds (a loop that
-never ends), is named and left out, the others are graded, and the exit status is then 1. Then it writes
+never ends), is named and left out, the others are graded, and the exit status is then 1. So is it when
+a hand mark in the gradebook lies outside its range (:func:`mark_problems`: 1 typed for a question of
+0.5 points): that row gets no total and its feedback no hand mark until the mark is corrected. Then it writes
 
 * ``OUT/grades-NAME.csv``: the gradebook, one row per submission, with the columns of
   ``tools/problem_sets.py --grade --csv`` (:func:`write_gradebook`, which that script imports from
@@ -339,12 +341,36 @@ def merge_gradebook(path: Path, questions: list[dict], rows: list[tuple[str, dic
     return list(kept.values())
 
 
+def mark_problems(row: dict, questions: list[dict]) -> list[str]:
+    """The hand marks of a gradebook row that lie outside their range: each question's mark must lie
+    between 0 and its points, and ``manual_awarded``, when the grader typed it, between 0 and
+    ``manual_possible``. One line per mark out of range ("q1b = 1, expected 0 to 0.5"); a mark that is
+    not a number is :func:`add_up`'s error."""
+    problems = []
+    limits = [(q["name"], float(q["points"])) for q in questions if q["manual"]]
+    limits.append(("manual_awarded", sum(p for _, p in limits)))
+    for name, most in limits:
+        typed = row.get(name, "").strip()
+        try:
+            bad = typed and not 0 <= float(typed) <= most
+        except ValueError:
+            continue
+        if bad:
+            problems.append(f"{name} = {typed}, expected 0 to {most:g}")
+    return problems
+
+
 def add_up(row: dict, questions: list[dict]) -> dict:
     """Fill a gradebook row's sums, in place: ``manual_awarded`` is the sum of the hand marks once every
     question graded by hand has one (a number); otherwise it keeps what the grader typed (a grade for
     completion, say), or stays empty. ``total_awarded`` is ``auto_awarded`` plus ``manual_awarded``
-    when both are known. Returns ``row``."""
+    when both are known. A row with a mark out of range (:func:`mark_problems`) gets no sum it would
+    feed: ``total_awarded`` stays empty, and so does ``manual_awarded`` unless the grader typed it.
+    Returns ``row``."""
     marks = [row.get(q["name"], "").strip() for q in questions if q["manual"]]
+    if mark_problems(row, questions):
+        row["total_awarded"] = ""
+        return row
     try:
         if marks and all(marks):
             row["manual_awarded"] = f"{sum(float(m) for m in marks):g}"
@@ -505,7 +531,11 @@ def write_feedback(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description="Grade a folder of submissions of one problem set with otter; write a gradebook "
+        "(CSV) and, per student, feedback that quotes no hidden check.",
+        epilog="The docstring at the top of this file says what each output holds.",
+    )
     parser.add_argument("name", help="the set, e.g. ps1_measures (a folder beside this script)")
     parser.add_argument("submissions", nargs="+", type=Path, help="notebooks, or folders of them")
     parser.add_argument("--out", type=Path, default=Path("graded"), help="default: ./graded")
@@ -563,11 +593,20 @@ def main(argv: list[str] | None = None) -> int:
     rows = [(f.name, {q: p for q, (p, _) in g[0].items()}) for f, g in graded.items()]
     book = {row["file"]: row for row in merge_gradebook(gradebook, questions, rows)}
     (args.out / "feedback").mkdir(parents=True, exist_ok=True)
+    out_of_range = {
+        name: problems for name, row in book.items() if (problems := mark_problems(row, questions))
+    }
+    for name, problems in out_of_range.items():
+        print(
+            f"grade_all: {name}: hand marks out of range, left out of its total and feedback until "
+            f"corrected in {gradebook}: {'; '.join(problems)}",
+            file=sys.stderr,
+        )
     for f, (points, public_failed, hidden_failed) in graded.items():
         marks = {
             q["name"]: (book[f.name][q["name"]].strip(), float(q["points"]))
             for q in questions
-            if q["manual"] and book[f.name][q["name"]].strip()
+            if q["manual"] and book[f.name][q["name"]].strip() and f.name not in out_of_range
         }
         write_feedback(
             args.out / "feedback" / f"{f.stem}.md",
@@ -595,11 +634,15 @@ def main(argv: list[str] | None = None) -> int:
     partial = [
         r["file"]
         for r in book.values()
-        if any(r[q["name"]].strip() for q in questions if q["manual"]) and not r["manual_awarded"]
+        if any(r[q["name"]].strip() for q in questions if q["manual"])
+        and not r["manual_awarded"]
+        and r["file"] not in out_of_range
     ]
     if partial:
         print(f"grade_all: hand marks still missing for {partial}", file=sys.stderr)
-    if skipped:
+    if skipped or out_of_range:
+        if not skipped:
+            return 1
         print(
             f"grade_all: {len(skipped)} submission(s) NOT GRADED, left out of the gradebook (open "
             f"them, or grade them by hand): {sorted(f.name for f in skipped)}",

@@ -741,7 +741,7 @@ def test_grade_all_merges_the_gradebook_keeps_hand_marks_and_collates_answers(bu
     # the grader's entries: for alice one mark and a typed sum (a grade for completion, say), for
     # bob every hand mark, which the script adds up
     rows[0]["q1a"], rows[0]["manual_awarded"] = "1", "6"
-    rows[0]["comments"] = "Clear derivation; say why c2 vanishes."
+    rows[0]["comments"] = "Clear derivation; say why t2 vanishes."
     rows[1].update(dict.fromkeys(manual, "0.5"))
     with gradebook.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
@@ -765,10 +765,28 @@ def test_grade_all_merges_the_gradebook_keeps_hand_marks_and_collates_answers(bu
     assert (
         "| q1a | 1 of 1.5 |" in feedback and f"Total: {auto + 6:g} of {total:g} points" in feedback
     )
-    assert alice["comments"] == "Clear derivation; say why c2 vanishes."  # kept on regrading
-    assert "Comments: Clear derivation; say why c2 vanishes." in feedback, feedback
+    assert alice["comments"] == "Clear derivation; say why t2 vanishes."  # kept on regrading
+    assert "Comments: Clear derivation; say why t2 vanishes." in feedback, feedback
     assert f"Total: {0.5 * len(manual):g} of {total:g}" in (out / "feedback" / "bob.md").read_text()
     assert "| question graded by hand |" not in (out / "feedback" / "carol.md").read_text()
+    # a hand mark above its question's points is flagged, and feeds no total nor feedback
+    book_rows = list(csv.DictReader(gradebook.open()))
+    q_manual = next(q for q in problem_sets.questions(name) if q["manual"])
+    too_many = f"{q_manual['points'] * 2:g}"
+    for row in book_rows:
+        if row["file"] == "carol.ipynb":
+            row[q_manual["name"]] = too_many
+    with gradebook.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(book_rows[0]))
+        writer.writeheader()
+        writer.writerows(book_rows)
+    done = run_grade_all(built, name, late, tmp_path, "--reuse", check=False)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "carol.ipynb: hand marks out of range" in done.stderr, done.stderr[-2000:]
+    assert f"{q_manual['name']} = {too_many}, expected 0 to {q_manual['points']:g}" in done.stderr
+    carol = {r["file"]: r for r in csv.DictReader(gradebook.open())}["carol.ipynb"]
+    assert carol["total_awarded"] == "" and carol[q_manual["name"]] == too_many, carol
+    assert f"{too_many} of" not in (out / "feedback" / "carol.md").read_text()
     collated = (out / "by-question" / f"{name}-q1a.md").read_text()
     assert "## alice.ipynb" in collated and "Model answer" in collated  # the solution's answer
     assert "## bob.ipynb" in collated and "Bob's derivation" in collated
