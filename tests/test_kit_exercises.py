@@ -161,7 +161,11 @@ def test_the_harness_tries_an_answer_at_the_stated_precision_and_one_outside(cap
 
 
 #: The numerical exercises whose key needs no chapter object: the browser test computes them itself.
-FREE_KEYS = [label for label, key in KEYS.items() if key.inputs is None and not key.objects]
+FREE_KEYS = [
+    label
+    for label, key in KEYS.items()
+    if (key.inputs is None or key.site_at is not None) and not key.objects
+]
 
 
 def _type_and_check(form, text: str) -> str:
@@ -186,10 +190,10 @@ def test_the_site_checks_a_numerical_answer_without_a_kernel(offline_page, md):
     boxes = {
         el.get_attribute("data-label"): el for el in page.query_selector_all(".softlin-answer-box")
     }
-    expected = {
+    expected = {  # a number, or a function whose exercise asks for one value (site_at)
         label
         for label, _ in numerical_exercises(md)
-        if KEYS[label].inputs is None and KEYS[label].digits
+        if (KEYS[label].inputs is None or KEYS[label].site_at is not None) and KEYS[label].digits
     }
     assert set(boxes) == expected, (md.stem, sorted(boxes), sorted(expected))
     for label, note in boxes.items():
@@ -198,7 +202,9 @@ def test_the_site_checks_a_numerical_answer_without_a_kernel(offline_page, md):
         assert _type_and_check(form, "twelve").startswith("Type "), label
         if label not in FREE_KEYS:
             continue
-        key = _as_array(_in_float64(KEYS[label].compute)).ravel()
+        key = _as_array(_in_float64(KEYS[label].compute, *(KEYS[label].site_at or ()))).ravel()
+        if KEYS[label].site_at is not None:  # the box names the value it asks for
+            assert KEYS[label].site_what in form.inner_text(), (label, form.inner_text())
         unit = 10.0 ** int(note.get_attribute("data-q"))
         rounded = ", ".join(f"{x:.12g}" for x in np.round(key / unit) * unit)
         moved = ", ".join(f"{x:.12g}" for x in (np.round(key / unit) + 1.5) * unit)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import math
 import re
 from pathlib import Path
 
@@ -365,7 +366,8 @@ def test_the_answer_box_accepts_the_key_rounded_as_asked_and_rejects_a_unit_off(
 
 def test_a_check_cell_with_no_answer_hands_the_box_a_hash_not_the_key(monkeypatch):
     """An exercise's check cell with no answer (``answer = None``) displays the box's data: the hash of
-    the rounded key, its unit and size, never the key's digits; a key that is a function gets no box."""
+    the rounded key, its unit and size, never the key's digits; a key that is a function gets no box,
+    unless its exercise names one value to compute (``site_at``): then the box asks for that value."""
     shown = []
     monkeypatch.setattr(widgets, "_no_answer_yet", lambda message, box=None: shown.append(box))
     assert widgets.answer_check("ex-ch4-gronwall", None) == False
@@ -375,6 +377,13 @@ def test_a_check_cell_with_no_answer_hands_the_box_a_hash_not_the_key(monkeypatc
     assert _box_accepts(box, 0.199) and not _box_accepts(box, 0.201)
     assert widgets.answer_check("ex-ch3-sigma", None) == False
     assert shown.pop() is None
+    assert widgets.answer_check("ex-ch3-constant", None) == False  # C(u); the site asks for C(0.5)
+    box = shown.pop()
+    c_half = 3 / math.sqrt(2)  # (1 - 2u^2)^(-1/2) + u^2 (1 - 2u^2)^(-3/2) at u = 0.5, by hand
+    assert box["what"] == "C(0.5)" and "212" not in str(box), box
+    assert _box_accepts(box, round(c_half, 2)) and not _box_accepts(box, round(c_half, 2) + 0.015)
+    with pytest.raises(TypeError, match="what must be a str"):
+        widgets.answer_box("ex-demo", 1.0, 3, 0.5)
 
 
 def test_the_answer_box_refuses_a_key_it_cannot_round():

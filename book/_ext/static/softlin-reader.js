@@ -186,7 +186,8 @@
       var form = document.createElement("form");
       form.className = "softlin-answer-form";
       var label = document.createElement("label");
-      label.textContent = "Your answer" + (size === 1 ? "" : " (" + size + " numbers, separated by commas)") + ", to " + d.digits + " significant digits: ";
+      // a function answer's box asks for the one value its exercise names (data-what: "C(0.5)")
+      label.textContent = (d.what ? "Your value of " + d.what + " (the function itself needs a kernel)" : "Your answer") + (size === 1 ? "" : " (" + size + " numbers, separated by commas)") + ", to " + d.digits + " significant digits: ";
       var input = document.createElement("input");
       input.type = "text";
       input.inputMode = "decimal";

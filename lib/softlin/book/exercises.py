@@ -38,6 +38,10 @@ class Key:
     hint: str = ""
     inputs: list | None = None  # argument tuples when the answer is a function
     objects: tuple = field(default=())  # the chapter objects ``compute`` needs, by keyword
+    # a function answer whose exercise also asks for one value ("evaluate it at u = 0.5"): the
+    # arguments of that value and how the site names it ("C(0.5)"); the site's answer box asks for it
+    site_at: tuple | None = None
+    site_what: str = ""
 
 
 #: Every exercise with a numerical answer, by its label in the book.
@@ -148,6 +152,8 @@ def _ch2_wrong_limit():
     digits=3,
     inputs=[(0.1,), (0.3,), (0.5,), (0.65,)],
     hint="Hint: differentiate E exp(u^2 z^2) = (1 - 2u^2)^(-1/2) with respect to u^2.",
+    site_at=(0.5,),
+    site_what="C(0.5)",
 )
 def _ch3_constant(u):
     one = torch.ones(1, 1, dtype=torch.float64)

@@ -251,9 +251,10 @@ def _fnv1a(text: str) -> str:
     return format(h, "x")
 
 
-def answer_box(label: str, key, digits: int) -> dict[str, str]:
+def answer_box(label: str, key, digits: int, what: str = "") -> dict[str, str]:
     """The data of the site's answer box for exercise ``label``: a hash of the key rounded to
-    ``digits`` significant digits, not the key.
+    ``digits`` significant digits, not the key. ``what`` names the value asked for when the
+    exercise's answer is a function and the box asks for one of its values ("C(0.5)").
 
     The rounding unit is ``10**q`` with ``q = floor(log10 max|key|) - digits + 1``, the unit whose half
     the notebook's check allows; each entry ``x`` becomes ``floor(x / 10**q + 0.5)``, and the box
@@ -263,12 +264,14 @@ def answer_box(label: str, key, digits: int) -> dict[str, str]:
     the key by trying values, but it is not written in the page.
 
     Returns the ``data-`` attributes: ``label``, ``size`` (the number of entries), ``digits``, ``q``
-    and ``hash`` (:func:`_fnv1a` of ``"label:n1,n2,..."``).
+    and ``hash`` (:func:`_fnv1a` of ``"label:n1,n2,..."``), and ``what`` when given.
     """
     import numpy as np
 
     check_str("label", label)
     check_positive_int("digits", digits)
+    if not isinstance(what, str):
+        raise TypeError(f"what must be a str naming the value asked for, got {what!r}")
     values = np.asarray(key, float).ravel()
     if values.size == 0 or not np.all(np.isfinite(values)) or not np.any(values):
         raise ValueError(f"key must hold finite numbers, not all zero; got {values.tolist()}")
@@ -280,6 +283,7 @@ def answer_box(label: str, key, digits: int) -> dict[str, str]:
         "digits": str(digits),
         "q": str(q),
         "hash": _fnv1a(f"{label}:{','.join(map(str, ints))}"),
+        **({"what": what} if what else {}),
     }
 
 
@@ -349,6 +353,11 @@ def answer_check(
         compute = functools.partial(_in_float64, key.compute, **objects)
         if args[0] is None and key.inputs is None and key.digits is not None:
             _no_answer_yet(NO_ANSWER, answer_box(expected, _as_array(compute()), key.digits))
+            return _Verdict(False)
+        if args[0] is None and key.site_at is not None and key.digits is not None:
+            # a function answer: the site's box asks for the one value the exercise names
+            value = _as_array(compute(*key.site_at))
+            _no_answer_yet(NO_ANSWER, answer_box(expected, value, key.digits, key.site_what))
             return _Verdict(False)
         check = make_check(
             compute,
