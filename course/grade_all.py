@@ -408,23 +408,54 @@ def answers_by_hand(notebook: Path) -> dict[str, list[dict]]:
     return found
 
 
-def _cell_text(cell: dict) -> str:
+def _cell_text(cell: dict, figure=None) -> str:
+    """A cell as Markdown: its text, or its code with what it printed; a figure it drew is written by
+    ``figure(png_bytes)``, which returns the figure's relative path (without it, "*(a figure)*"); an
+    error it raised is named."""
+    import base64
+
     source = "".join(cell.get("source", [])).strip()
     if cell.get("cell_type") != "code":
         return source
     shown = [f"```python\n{source}\n```"] if source else []
     for output in cell.get("outputs", []):
         text = output.get("text") or output.get("data", {}).get("text/plain")
-        if "image/png" in output.get("data", {}):
-            shown.append("*(a figure)*")
+        if output.get("output_type") == "error":
+            shown.append(
+                f"**This cell raised {output.get('ename', 'an error')}: "
+                f"{str(output.get('evalue', ''))[:300]}** (as the student last ran it)"
+            )
+        elif "image/png" in output.get("data", {}):
+            png = output["data"]["image/png"]
+            png = "".join(png) if isinstance(png, list) else png
+            shown.append(
+                f"![a figure]({figure(base64.b64decode(png))})" if figure else "*(a figure)*"
+            )
         elif text:
             shown.append("```text\n" + "".join(text).strip()[:2000] + "\n```")
     return "\n\n".join(shown)
 
 
+def _figure_writer(folder: Path, stem: str):
+    """A function that writes the PNG bytes it is given to ``folder/STEM-K.png`` (K = 1, 2, ...) and
+    returns that path relative to ``folder``'s parent, for a Markdown image link."""
+    drawn = []
+
+    def save(png: bytes) -> str:
+        drawn.append(png)
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / f"{stem}-{len(drawn)}.png"
+        target.write_bytes(png)
+        return f"{folder.name}/{target.name}"
+
+    return save
+
+
 def write_collated(out: Path, name: str, questions: list[dict], files: list[Path]) -> list[Path]:
     """``out/by-question/NAME-qN.md`` for each question graded by hand: every submission's answer to
-    it, one after the other, to mark a question across the class at once; the files written."""
+    it, one after the other, to mark a question across the class at once, with the figures its cells
+    drew (``NAME-qN-figures/FILE-K.png``, shown in place) and the errors they raised; the files
+    written."""
     folder = out / "by-question"
     folder.mkdir(parents=True, exist_ok=True)
     answers = {f.name: answers_by_hand(f) for f in files}
@@ -432,8 +463,10 @@ def write_collated(out: Path, name: str, questions: list[dict], files: list[Path
     for q in (q for q in questions if q["manual"]):
         lines = [f"# {name}, {q['name']} ({q['points']:g} points, graded by hand)", ""]
         lines += [f"Rubric: {name}/rubric.md. {len(files)} submissions.", ""]
+        figures = folder / f"{name}-{q['name']}-figures"
         for file, by_q in answers.items():
-            cells = [t for t in (_cell_text(c) for c in by_q.get(q["name"], [])) if t]
+            save = _figure_writer(figures, Path(file).stem)
+            cells = [t for t in (_cell_text(c, save) for c in by_q.get(q["name"], [])) if t]
             blank = not cells or all("_Type your answer here" in t for t in cells)
             lines += [f"## {file}", "", "*(no answer)*" if blank else "\n\n".join(cells), ""]
         path = folder / f"{name}-{q['name']}.md"

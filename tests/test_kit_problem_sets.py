@@ -1016,6 +1016,39 @@ def test_feedback_names_the_errors_the_students_code_raised(tmp_path):
         grade_all.run_otter(tmp_path / "a.zip", tmp_path / "f.ipynb", tmp_path / "r", timeout=0)
 
 
+def test_collated_answers_show_the_figures_drawn_and_the_errors_raised(tmp_path):
+    """grade_all.write_collated writes each figure of a hand-graded answer beside the collated file,
+    linked in place, and names an error a cell raised: the grader marks the report's computation
+    from that file without opening every notebook."""
+    import base64
+
+    grade_all = problem_sets.grade_all_module()
+    png = base64.b64decode(
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+    )
+    cells = [
+        nbformat.v4.new_markdown_cell("<!-- BEGIN QUESTION -->\n\n**Question 5 (6 points)**"),
+        nbformat.v4.new_code_cell(
+            "plot()",
+            outputs=[
+                nbformat.v4.new_output(
+                    "display_data", data={"image/png": base64.b64encode(png).decode()}
+                ),
+                nbformat.v4.new_output("error", ename="ValueError", evalue="L must be > 1"),
+            ],
+        ),
+        nbformat.v4.new_markdown_cell("<!-- END QUESTION -->"),
+    ]
+    notebook = tmp_path / "alice.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), notebook)
+    questions = [{"name": "q5", "points": 6, "manual": True}]
+    (path,) = grade_all.write_collated(tmp_path / "graded", "ps3_regression", questions, [notebook])
+    text = path.read_text()
+    assert "![a figure](ps3_regression-q5-figures/alice-1.png)" in text, text
+    assert (path.parent / "ps3_regression-q5-figures" / "alice-1.png").read_bytes() == png
+    assert "This cell raised ValueError: L must be > 1" in text, text
+
+
 def _cells(notebook: Path) -> list[tuple[str, str, str]]:
     """A notebook's cells as (type, source, metadata), without the ids otter draws at each build."""
     nb = json.loads(notebook.read_text())

@@ -51,7 +51,7 @@ solution notebook, so a set whose solution fails its own tests does not build.
 
 **The written check.** ``tools/written_check.py`` (:func:`written_check.build`, run by :func:`main`)
 adds a written check ready to print, the cheaper alternative of book/grading.md to the oral check:
-``written-check.html`` and ``.md`` (twenty minutes, closed book, three questions of 4 points, one per
+``written-check.html`` and ``.md`` (30 minutes, closed book, three questions of 4 points, one per
 set, each a follow-up of the oral bank; at most two A4 pages) and ``written-check-key.html`` and ``.md``
 (every answer in full with its numbers, computed with the library, and a scoring guide of 0 to 4 per
 question on the bank's scale, 0 to 2 and 0 to 2), with their PDFs where headless Chromium is installed
@@ -872,7 +872,7 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "out, like one otter cannot read; the exit status is then 1.",
         "",
         "   To mark by hand: `--collate` also writes `graded/by-question/NAME-qN.md`, every student's "
-        "answer to one question graded by hand, to mark it across the class with its rubric; enter "
+        "answer to one question graded by hand (with the figures it drew, and any error it raised), to mark it across the class with its rubric; enter "
         "the marks in the gradebook, then `python grade_all.py NAME submissions/ --reuse` rewrites "
         "the feedback with them (from the kept results, without running otter again).",
         "",
