@@ -54,7 +54,8 @@ sync: $(STAMP)
 ## Student copies of the lessons (solutions removed) and of their labs, converted for plain notebook front
 ## ends as Colab's (tools/colab_notebooks.py): _build/student-notebooks/ (a softlin wheel beside the
 ## lessons and one in labs/, which their setup cells install without GitHub) and a zip of it.
-## STUDENT_SITE=https://... (where you host `make student-site`): the copies link there, not to the book.
+## Their links go to the student edition the Pages workflow publishes under the book's site (student/);
+## STUDENT_SITE=https://... (where you host `make student-site` yourself): the copies link there instead.
 students: $(STAMP)
 	$(PY) tools/student_notebooks.py $(if $(STUDENT_SITE),--site $(STUDENT_SITE))
 

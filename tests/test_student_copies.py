@@ -246,6 +246,24 @@ def test_a_planted_construct_the_conversion_cannot_write_is_refused(planted, tmp
     assert not (tmp_path / "out" / f"{page_name(first)}.ipynb").exists()
 
 
+def test_copies_link_to_the_published_student_edition_by_default():
+    """Without ``--site`` a copy's links to the book's pages go to the student edition that the Pages
+    workflow publishes under the book's site (``student/``: no solutions, no instructors' pages),
+    and a reference to an instructors' page is reduced to its text."""
+    conv = cn.Converter(ROOT)
+    public = cn.site_url(conv.config)
+    nb, _ = student_copy(ROOT / "book" / "07_beyond_the_paper.ipynb")
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    pages = re.findall(rf"\]\({re.escape(public)}([^)#]+)", text)
+    lesson_links = [p for p in pages if "_" in p and not p.startswith("book/references")]
+    assert lesson_links and all(p.startswith(cn.STUDENT_EDITION) for p in lesson_links), pages
+    assert "instructor" not in text and "problem set 2's question 4" in text
+    workflow = (ROOT / ".github" / "workflows" / "book.yml").read_text()
+    assert (
+        "_build/stage/_build/html/" + cn.STUDENT_EDITION.rstrip("/") in workflow
+    )  # where it is published
+
+
 def test_copies_link_to_the_student_edition_where_it_is_hosted(tmp_path, capsys):
     """With ``--site`` (``make students STUDENT_SITE=...``) every link of a copy to another page of the
     book goes to that address, none to the public book, whose pages fold the solutions."""

@@ -112,6 +112,11 @@ ADMONITIONS = {
 }
 
 
+#: Where the Pages workflow publishes the student edition of the site (``make student-site``), under
+#: the book's own address: a student copy's links go there (no solutions, no instructors' pages).
+STUDENT_EDITION = "student/"
+
+
 def site_url(config: dict) -> str:
     """The book's site: ``html.baseurl`` if set, else GitHub Pages of ``repository.url``."""
     base = (config.get("html") or {}).get("baseurl")
@@ -297,8 +302,13 @@ class Converter:
     def __init__(self, root: Path = ROOT, commit: str | None = None, site: str | None = None):
         self.root = Path(root).resolve()
         self.config = yaml.safe_load((self.root / "_config.yml").read_text())
-        # where links to other pages go: the book's site, or ``site`` (a hosted student edition)
+        # where links to other pages go: the book's site, or ``site`` (a hosted student edition);
+        # a student copy's links go to ``site``, else to the student edition the Pages workflow
+        # publishes under the book's site (STUDENT_EDITION)
         self.site = site.rstrip("/") + "/" if site else site_url(self.config)
+        self.student_site = (
+            site.rstrip("/") + "/" if site else site_url(self.config) + STUDENT_EDITION
+        )
         sphinx = (self.config.get("sphinx") or {}).get("config") or {}
         self.secnum_depth = int(sphinx.get("numfig_secnum_depth", 1))
         self.counter_of = {k: k for k in PRF_KINDS} | dict(
@@ -538,10 +548,31 @@ class Converter:
     def convert(self, nb, page: str, audience: str = "colab"):
         """A copy of the notebook ``nb`` of ``page`` (e.g. ``book/01_measure_view``) for a plain
         front end. ``audience``: ``"colab"`` (solutions folded in ``<details>``) or ``"student"`` (no
-        solutions; the copy's metadata counts them, ``softlin.solutions_removed``)."""
+        solutions, the copy's metadata counting them, ``softlin.solutions_removed``; links to the
+        student edition, :attr:`student_site`, and a reference to an instructors' page reduced to its
+        text, as ``tools/student_site.py`` does for the edition)."""
         if audience not in ("colab", "student"):
             raise ValueError(f"audience must be 'colab' or 'student', not {audience!r}")
+        if audience == "student":
+            full, self.site = self.site, self.student_site
+            try:
+                return self._convert(nb, page, audience)
+            finally:
+                self.site = full
+        return self._convert(nb, page, audience)
+
+    def _convert(self, nb, page: str, audience: str):
         nb = copy.deepcopy(nb)
+        if audience == "student":
+            from student_site import labels, student_source
+
+            try:
+                gone = labels(self.root)
+            except FileNotFoundError:  # a book without the instructors' pages
+                gone = set()
+            for cell in nb.cells:
+                if cell.cell_type == "markdown":
+                    cell.source = student_source(cell.source, gone)
         state = {"seen": Counter(), "audience": audience, "removed": 0}
         cells = []
         for cell in nb.cells:
