@@ -6,6 +6,9 @@ answer key.
   an A4 print style; where headless Chromium and pdfinfo are installed, it prints on at most 2 pages.
 * The key: every part's answer with its numbers and its scoring (full, half, none), 0 to 4 per question
   on the oral bank's scale; the sheet shows none of the answers.
+* One set at a time (``--set N``, the default grading's ten-minute checks): the whole check's question N
+  for the same seed, word for word, as the one question of its own sheet and key, printing on one page;
+  a set other than 1, 2 or 3 is refused, and the shipped copy takes ``--set`` too.
 * The key's numbers, checked by routes independent of the library: set 1 by quadrature of the tilted
   Gamma law (relative 1e-8) and of its third cumulant (1e-7); set 2 by quadrature of the query average of
   C_1 (1e-8) and the closed forms of the threshold and of L e^{-s} (1e-12); set 3 by the closed forms of
@@ -244,6 +247,44 @@ def test_the_sheet_and_the_key(tmp_path, seed):
         assert "<script" not in html and not re.search(r"""(src|href)=["']?(https?:|//)""", html)
 
 
+@pytest.mark.parametrize("problem_set", written_check.SETS)
+@pytest.mark.parametrize("seed", [None, 2025])
+def test_a_one_set_check_is_that_set_s_question_of_the_whole_check(tmp_path, seed, problem_set):
+    """``--set N`` (the default grading's ten-minute check at the start of a session): one question of 4
+    points, the whole check's question N for the same seed, word for word but for its number."""
+    whole = tmp_path / "whole"
+    written_check.build(whole, seed, pdf=False)
+    one = tmp_path / "one"
+    written = written_check.build(one, seed, pdf=False, problem_set=problem_set)
+    names, _ = written_check.files(problem_set)
+    assert [p.name for p in written] == list(names), [p.name for p in written]
+    assert all(n.startswith(f"written-check-set{problem_set}") for n in names), names
+    sheet, key = (one / names[0]).read_text(), (one / names[2]).read_text()
+    assert f"on problem set {problem_set}" in sheet.split("\n", 1)[0], sheet.split("\n", 1)[0]
+    assert "10 minutes, closed book, pen and paper" in sheet and "30 minutes" not in sheet
+    assert re.findall(r"Question (\d) \(4 points\)", sheet) == ["1"], "one question, numbered 1"
+    assert "Answer." not in sheet and key.count("Answer.") == 3
+    assert "12 in all" not in key and "Scoring, 0 to 4" in key
+
+    def question(text: str, number: int) -> str:
+        body = text.split(f"## Question {number} (4 points).", 1)[1]
+        return body.split("\n## ", 1)[0].split("\nThe numbers of this key", 1)[0]
+
+    whole_key = (whole / "written-check-key.md").read_text()
+    whole_sheet = (whole / "written-check.md").read_text()
+    assert question(sheet, 1) == question(whole_sheet, problem_set)
+    assert question(key, 1) == question(whole_key, problem_set)
+
+
+def test_a_one_set_check_rejects_another_set(tmp_path):
+    for bad in (0, 4, "1", True):
+        with pytest.raises(
+            ValueError, match=r"problem_set must be one of \(1, 2, 3\) or None, got"
+        ):
+            written_check.build(tmp_path, None, pdf=False, problem_set=bad)
+    assert not list(tmp_path.glob("written-check*")), "nothing is written for a bad set"
+
+
 def _printer():
     return written_check.chromium() and shutil.which("pdfinfo")
 
@@ -263,6 +304,10 @@ def test_the_sheet_prints_on_at_most_two_a4_pages(tmp_path, seed):
     width, height = map(float, re.search(r"Page size:\s+([\d.]+) x ([\d.]+) pts", info).groups())
     assert abs(width - 595.3) < 2 and abs(height - 841.9) < 2, "A4"
     assert written_check.pdf_pages(tmp_path / "written-check-key.pdf") >= 1
+    for n in written_check.SETS:  # the ten-minute check on one set: one page
+        written_check.build(tmp_path, seed, problem_set=n)
+        pages = written_check.pdf_pages(tmp_path / f"written-check-set{n}.pdf")
+        assert pages == 1, f"set {n}'s check prints on {pages} pages, not 1"
 
 
 def test_a_build_without_chromium_writes_html_and_markdown(tmp_path, monkeypatch):
@@ -318,6 +363,13 @@ def test_the_shipped_generator_writes_a_seed_s_check_without_the_repository(tmp_
     assert (alone / "elsewhere" / "written-check-key.md").read_bytes() == (
         built / "written-check-key.md"
     ).read_bytes()
+    done = _standalone(alone, "--seed", "7", "--set", "2", "--out", "set2", "--no-pdf")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (alone / "set2" / "written-check-set2-key.md").read_bytes() == (
+        written_check.build(tmp_path / "set2", 7, pdf=False, problem_set=2)[2].read_bytes()
+    )
+    done = _standalone(alone, "--seed", "7", "--set", "4")
+    assert done.returncode == 2 and "argument --set: invalid choice: 4" in done.stderr, done.stderr
 
 
 def test_the_shipped_generator_needs_a_seed_and_names_a_bad_one(tmp_path):

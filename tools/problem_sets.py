@@ -945,6 +945,10 @@ def written_check_lines(out: Path, variant: int | None) -> list[str]:
         "book, pen and paper; three questions of 4 points, one per set, each a follow-up of the oral "
         "bank with inputs changed, on at most two A4 pages.",
         "",
+        "- The default grading's checks, one set at a time: `python written_check.py --seed SEED --set N` "
+        "writes the ten-minute check on set N alone (one A4 page, 4 points: the whole check's "
+        "question N for that seed), `written-check-setN.*` and its key `written-check-setN-key.*`; "
+        "set 1's opens session 2 and set 2's session 3.",
         "- For a grade: pick a private seed (eight digits, that nobody can guess) and run "
         "`python written_check.py --seed SEED` in this folder (torch and the softlin wheel installed, "
         "as in step 1). It writes the seed's sheet and key into `written-check-SEED/` (`--out DIR` "

@@ -6,6 +6,8 @@
 
     python written_check.py --seed SEED        # the copy in a built folder, without the repository:
                                                # -> written-check-SEED/ beside it
+    python written_check.py --seed SEED --set 1  # the ten-minute check on problem set 1 alone
+                                                 # -> written-check-SEED/written-check-set1*
 
 **A graded check, without the repository.** ``make problem-sets`` copies this file into the build folder
 (``_build/problem-sets/written_check.py``, beside ``grade_all.py`` and the softlin wheel). There, with
@@ -33,6 +35,12 @@ with an input the lecturer changes. :func:`build` writes it into the problem set
   derivation, and 0 to 2 for parts (b) and (c), the follow-up's numbers (1 each), the bank's scale;
 * ``written-check.pdf`` and ``written-check-key.pdf`` when headless Chromium is installed (as for
   ``tools/handouts.py``); the build does not need it.
+
+**One set at a time** (``--set N``, :func:`build`'s ``problem_set``): the default grading of
+book/grading.md gives each set's question on its own, ten minutes at the start of the session after the
+set is due (set 1's at session 2, set 2's at session 3). The sheet is the whole check's question ``N``
+for the same seed, numbered 1, with its key, on one A4 page: ``written-check-setN.*`` and
+``written-check-setN-key.*``.
 
 **Questions.** Each set's question has two forms (:data:`FORMS`); the default takes the first of
 each, and a variant draws one per set from its seed, so that a key learnt by heart does not answer the
@@ -79,6 +87,7 @@ numbers disagree stops), and tests/test_kit_written_check.py checks them by inde
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import html
 import math
 import random
@@ -98,6 +107,20 @@ IN_REPOSITORY = HERE.name == "tools" and (ROOT / "lib" / "softlin").is_dir()
 OUT = ROOT / "_build" / "problem-sets"
 FILES = ("written-check.md", "written-check.html", "written-check-key.md", "written-check-key.html")
 PDFS = ("written-check.pdf", "written-check-key.pdf")
+#: The problem sets a one-set check (``--set N``) can be on.
+SETS = (1, 2, 3)
+
+
+def files(problem_set: int | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The names :func:`build` writes (:data:`FILES`, :data:`PDFS`); for the ten-minute check on one
+    problem set, ``written-check-setN*`` (``written-check-set1.html``, ``written-check-set1-key.md``, ...)."""
+    if problem_set is None:
+        return FILES, PDFS
+    tag = f"written-check-set{problem_set}"
+    return tuple(n.replace("written-check", tag, 1) for n in FILES), tuple(
+        n.replace("written-check", tag, 1) for n in PDFS
+    )
+
 
 #: The default sheet's inputs: numbers where the bank's follow-ups are general (a Gamma law of shape k,
 #: Sigma = I_d) or fixed (L = 1000, s = 2 and 8, the paper's covariance with gamma^2 = 0.5).
@@ -976,19 +999,40 @@ def _inline_html(text: str) -> str:
     return re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", text)
 
 
-def _title(variant: int | None, key_page: bool) -> str:
+def _title(variant: int | None, key_page: bool, problem_set: int | None = None) -> str:
     suffix = ", the answer key" if key_page else ""
+    head = TITLE if problem_set is None else f"{TITLE} on problem set {problem_set}"
     # the default build's key is public (anyone can rebuild it): its title says so
-    return TITLE + suffix + (" (specimen, not for grading)" if variant is None else " (variant)")
+    return head + suffix + (" (specimen, not for grading)" if variant is None else " (variant)")
 
 
-def sheet_md(qs: list[Question], variant: int | None) -> str:
+def instructions(problem_set: int | None = None) -> str:
+    """The sheet's instructions: the whole check's (:data:`INSTRUCTIONS`) or one set's, ten minutes."""
+    if problem_set is None:
+        return INSTRUCTIONS
+    return INSTRUCTIONS.replace(
+        "**30 minutes, closed book, pen and paper.** Three questions, one per problem set, 4 points each "
+        "(12 in all)",
+        f"**10 minutes, closed book, pen and paper.** One question, on problem set {problem_set}, "
+        "4 points",
+        1,
+    )
+
+
+def scoring(problem_set: int | None = None) -> str:
+    """The key's scoring guide (:data:`SCORING`): 12 points in all, or 4 for one set's question."""
+    if problem_set is None:
+        return SCORING
+    return SCORING.replace("0 to 4 per question, 12 in all", "0 to 4", 1)
+
+
+def sheet_md(qs: list[Question], variant: int | None, problem_set: int | None = None) -> str:
     lines = [
-        f"# {_title(variant, False)}",
+        f"# {_title(variant, False, problem_set)}",
         "",
         "Name: ______________________________  Student number: ________________",
         "",
-        _inline_md(INSTRUCTIONS),
+        _inline_md(instructions(problem_set)),
         "",
     ]
     for q in qs:
@@ -998,14 +1042,14 @@ def sheet_md(qs: list[Question], variant: int | None) -> str:
     return "\n".join(lines)
 
 
-def key_md(qs: list[Question], variant: int | None) -> str:
+def key_md(qs: list[Question], variant: int | None, problem_set: int | None = None) -> str:
     lines = [
-        f"# {_title(variant, True)}",
+        f"# {_title(variant, True, problem_set)}",
         "",
         "For graders only: keep it, like the sets' rubrics and the oral bank, from students.",
         "",
         *([SPECIMEN, ""] if variant is None else []),
-        SCORING,
+        scoring(problem_set),
         "",
     ]
     for q in qs:
@@ -1105,12 +1149,12 @@ def _page(title: str, body: list[str]) -> str:
     )
 
 
-def sheet_html(qs: list[Question], variant: int | None) -> str:
-    title = _title(variant, False)
+def sheet_html(qs: list[Question], variant: int | None, problem_set: int | None = None) -> str:
+    title = _title(variant, False, problem_set)
     body = [
         f"<h1>{html.escape(title)}</h1>",
         '<div class="who"><span>Name:</span><span>Student number:</span></div>',
-        f'<p class="instructions">{_inline_html(INSTRUCTIONS)}</p>',
+        f'<p class="instructions">{_inline_html(instructions(problem_set))}</p>',
     ]
     for q in qs:
         body += [
@@ -1135,13 +1179,13 @@ def points_text(points: int) -> str:
     return f"{points} point" + ("" if points == 1 else "s")
 
 
-def key_html(qs: list[Question], variant: int | None) -> str:
-    title = _title(variant, True)
+def key_html(qs: list[Question], variant: int | None, problem_set: int | None = None) -> str:
+    title = _title(variant, True, problem_set)
     body = [
         f"<h1>{html.escape(title)}</h1>",
         "<p><strong>For graders only</strong>: keep it, like the sets' rubrics and the oral bank, "
         "from students." + (" " + _inline_html(SPECIMEN) if variant is None else "") + "</p>",
-        f'<p class="instructions">{_inline_html(SCORING)}</p>',
+        f'<p class="instructions">{_inline_html(scoring(problem_set))}</p>',
     ]
     for q in qs:
         body += [
@@ -1232,34 +1276,44 @@ def pdf_pages(pdf: Path) -> int | None:
 MAX_PAGES = 2
 
 
-def build(out: Path = OUT, variant: int | None = None, pdf: bool = True) -> list[Path]:
+def build(
+    out: Path = OUT, variant: int | None = None, pdf: bool = True, problem_set: int | None = None
+) -> list[Path]:
     """Write the sheet and its key into ``out`` (Markdown and HTML; PDF too when ``pdf`` and Chromium is
-    installed); return the files written."""
+    installed); return the files written. With ``problem_set`` (1, 2 or 3), the ten-minute check on that
+    set alone: its question of the whole check for the same ``variant``, as question 1 of a sheet of its
+    own (:func:`files` names them)."""
     if not isinstance(out, Path):
         raise TypeError(f"out must be a pathlib.Path, got {out!r} ({type(out).__name__})")
+    if problem_set is not None and (isinstance(problem_set, bool) or problem_set not in SETS):
+        raise ValueError(f"problem_set must be one of {SETS} or None, got {problem_set!r}")
     qs = questions(key(inputs(variant)))
+    if problem_set is not None:
+        qs = [dataclasses.replace(qs[problem_set - 1], number=1)]
+    names, pdfs = files(problem_set)
     out.mkdir(parents=True, exist_ok=True)
     texts = (
-        sheet_md(qs, variant),
-        sheet_html(qs, variant),
-        key_md(qs, variant),
-        key_html(qs, variant),
+        sheet_md(qs, variant, problem_set),
+        sheet_html(qs, variant, problem_set),
+        key_md(qs, variant, problem_set),
+        key_html(qs, variant, problem_set),
     )
     written = []
-    for name, text in zip(FILES, texts):
+    for name, text in zip(names, texts):
         (out / name).write_text(text, encoding="utf-8")
         written.append(out / name)
-    for name in PDFS:
+    for name in pdfs:
         (out / name).unlink(missing_ok=True)  # no stale PDF of other inputs
     browser = chromium() if pdf else None
     if browser:
-        for page, name in zip((FILES[1], FILES[3]), PDFS):
+        for page, name in zip((names[1], names[3]), pdfs):
             if print_pdf(out / page, out / name, browser):
                 written.append(out / name)
-        pages = pdf_pages(out / PDFS[0]) if (out / PDFS[0]).exists() else None
-        if pages is not None and pages > MAX_PAGES:
+        pages = pdf_pages(out / pdfs[0]) if (out / pdfs[0]).exists() else None
+        most = MAX_PAGES if problem_set is None else 1
+        if pages is not None and pages > most:
             print(
-                f"written_check: the sheet prints on {pages} pages, more than {MAX_PAGES}",
+                f"written_check: the sheet prints on {pages} pages, more than {most}",
                 file=sys.stderr,
             )
     return written
@@ -1316,6 +1370,16 @@ def main(argv=None) -> int:
         help="where to write (default: in the repository, the problem sets' build folder; in a "
         "built folder, written-check-SEED/ beside this file)",
     )
+    ap.add_argument(
+        "--set",
+        dest="problem_set",
+        type=int,
+        choices=SETS,
+        default=None,
+        metavar="N",
+        help="the ten-minute check on problem set N (1, 2 or 3) alone, for the start of a session: "
+        "written-check-setN.* and its key, the whole check's question N for the same seed",
+    )
     ap.add_argument("--no-pdf", action="store_true", help="leave the PDFs out")
     args = ap.parse_args(argv)
     if args.seed is None and not IN_REPOSITORY:
@@ -1331,7 +1395,7 @@ def main(argv=None) -> int:
             file=sys.stderr,
         )
     out = args.out or default_out(args.seed)
-    for path in build(out, args.seed, pdf=not args.no_pdf):
+    for path in build(out, args.seed, pdf=not args.no_pdf, problem_set=args.problem_set):
         print(f"written_check: {path}")
     return 0
 
