@@ -675,6 +675,9 @@ def test_grade_all_writes_a_gradebook_and_feedback_without_the_tests(built, tmp_
     import csv
 
     assert (built / "grade_all.py").exists() and "grade_all.py" in (built / "README.md").read_text()
+    assert (built / "final_grades.py").exists() and "python final_grades.py graded/" in (
+        built / "README.md"
+    ).read_text()
     wheels = [
         n for n in zipfile.ZipFile(built / "student-versions.zip").namelist() if n.endswith(".whl")
     ]
@@ -1090,6 +1093,7 @@ def test_the_kit_draws_set_variants_without_the_repository(built, tmp_path):
         ), kind
     assert (out / name / "rubric.md").read_text() == problem_sets.rubric(name, VARIANT)
     assert (out / "written-check-key.md").exists() and (out / "grade_all.py").exists()
+    assert (out / "final_grades.py").exists()
     assert f"variant {VARIANT}" in (out / "README.md").read_text()
 
 

@@ -670,6 +670,9 @@ def test_handouts_print_one_pdf_per_lesson_and_lab(site, tmp_path):
         check=False,
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    readme = (out / "README.md").read_text()  # which PDF is for whom, in the folder itself
+    for name in ("syllabus.pdf", "chain_of_results.pdf", "quizzes.pdf", "reading/", "instructor/"):
+        assert f"`{name}`" in readme, f"the handouts' README.md does not say what {name} is"
     syllabus = (out / "syllabus.pdf").read_bytes()  # the students' one-page course outline, first
     assert len(re.findall(rb"/Type\s*/Page[^s]", syllabus)) == 1, "syllabus.pdf: one page expected"
     chain = (out / "chain_of_results.pdf").read_bytes()  # the course's summary sheet

@@ -481,6 +481,20 @@ def reading_pages(root: Path = ROOT) -> list[str]:
     return [page_name(md) for md in notebook_chapters(root) if is_lesson(md)]
 
 
+#: The folder's README: which PDF is for whom (book/instructor.md, "The kit", says the same).
+README = """# Handouts (A4 PDFs, printed from the built site)
+
+- `syllabus.pdf`: one page, for students, at the first session.
+- `chain_of_results.pdf`: the paper's results in a chain, two pages, for students.
+- `quizzes.pdf`: every lesson's quiz, each ending with an entry ticket to cut off.
+- `01_measure_view.pdf` ... `07_beyond_the_paper.pdf`: each lesson whole, code and figures included,
+  without solutions; `labs/`: the labs the same way.
+- `reading/`: each lesson without its code cells' input (figures and printed results kept), the
+  lighter reading handout to print before a session.
+- `instructor/`: the run sheets, one page per session, for the lecturer only.
+"""
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -504,6 +518,7 @@ def main(argv=None) -> int:
     if unknown:
         ap.error(f"unknown pages {unknown}; known: {list(titles) + readings}")
     args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "README.md").write_text(README)
     site, out = args.site.resolve(), args.out.resolve()
     full = [s for s in pages if s in titles]
     read = [s.removeprefix(f"{READING}/") for s in pages if s in readings]

@@ -823,6 +823,8 @@ def softlin_requirement(built: Path) -> str:
 ORAL_CHECKS = HERE / "oral_checks.md" if IN_KIT else ROOT / "course" / "oral_checks.md"
 # the gradebook and student-safe feedback, shipped
 GRADE_ALL = HERE / "grade_all.py" if IN_KIT else ROOT / "course" / "grade_all.py"
+# the course grade under the default scheme, from the three gradebooks and the checks' marks, shipped
+FINAL_GRADES = HERE / "final_grades.py" if IN_KIT else ROOT / "course" / "final_grades.py"
 
 
 def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> None:
@@ -881,6 +883,13 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "3. Keep otter's `results.json` files (in `graded/results/`) to yourself: their output "
         "text quotes the hidden tests.",
         "4. Grade the questions graded by hand with each set's rubric.md.",
+        "5. The course grades, by the default scheme (sets 30 %, the report 40 %, the two ten-minute "
+        "checks 30 %): grade the three sets into the same folder (`graded/`, the default `--out`), "
+        "naming each student's notebook the same in every set (`alice.ipynb`), then run "
+        "`python final_grades.py graded/`. The first run writes `graded/checks.csv`, a row per "
+        "student, for the checks' marks (0 to 4 each); fill it in and run again: it writes "
+        "`graded/course-grades.csv` (each part's points and percentage, and the course grade) and "
+        "names every student whose grade still misses a mark.",
         "",
         "student-versions.zip holds the three student notebooks and the softlin wheel: a set opened in "
         "the folder where the zip was unpacked installs softlin from that wheel, without GitHub (otter "
@@ -1170,6 +1179,7 @@ def main(argv=None) -> int:
     readme(known if not args.names else names, out, args.variant)
     shutil.copyfile(ORAL_CHECKS, out / "oral-checks.md")  # for the instructor; not on the site
     shutil.copyfile(GRADE_ALL, out / "grade_all.py")  # a class at once, without the repository
+    shutil.copyfile(FINAL_GRADES, out / "final_grades.py")  # the course grades, from the gradebooks
     zip_students(names, out)
     ship_generator(out)  # set variants from a private seed, without the repository
     return 0
@@ -1189,6 +1199,7 @@ def ship_generator(out: Path) -> Path:
     shutil.copyfile(WRITTEN_CHECK, generator / "written_check.py")
     shutil.copyfile(ORAL_CHECKS, generator / "oral_checks.md")
     shutil.copyfile(GRADE_ALL, generator / "grade_all.py")
+    shutil.copyfile(FINAL_GRADES, generator / "final_grades.py")
     (generator / "BUILT_FROM").write_text((built_from() or "") + "\n")
     return generator
 
