@@ -10,6 +10,8 @@ softlin wheel of the same folder are installed (its README.md says how).
     python grade_all.py ps1_measures a.ipynb b.ipynb --out graded
     python grade_all.py ps1_measures submissions/ --collate  # also each hand-graded question's answers
     python grade_all.py ps1_measures submissions/ --reuse    # feedback again, with the hand marks
+    python grade_all.py ps1_measures submissions/ --completion  # hand marks for completion, to read over
+    python grade_all.py ps3_regression subs/ --completion --except-question q5  # the report by its rubric
 
 For each submission FILE.ipynb it runs ``otter run -a NAME/autograder/autograder.zip`` into
 ``OUT/results/FILE/`` (keep those: their text quotes the hidden tests). A submission otter cannot grade
@@ -309,12 +311,19 @@ def write_gradebook(path: Path, questions: list[dict], rows: list[tuple[str, dic
             writer.writerow(gradebook_row(file, questions, awarded))
 
 
-def merge_gradebook(path: Path, questions: list[dict], rows: list[tuple[str, dict]]) -> list[dict]:
+def merge_gradebook(
+    path: Path,
+    questions: list[dict],
+    rows: list[tuple[str, dict]],
+    prefill: dict[str, dict[str, str]] | None = None,
+) -> list[dict]:
     """Write ``rows`` into the gradebook ``path``, keeping what it already holds: the rows of the files
     not graded now stay as they are, and a regraded file keeps the hand marks filled in (its columns of
     questions graded by hand, ``manual_awarded`` and ``comments``), while its autograded columns are rewritten; new
-    files are appended. A gradebook whose columns are not this set's is left alone (SystemExit). Returns
-    the gradebook's rows, as dicts of its columns."""
+    files are appended. A gradebook whose columns are not this set's is left alone (SystemExit).
+    ``prefill`` (``--completion``, :func:`completion_marks`): per file, hand marks to enter where its
+    cell is still empty; a mark already there is never replaced. Returns the gradebook's rows, as dicts
+    of its columns."""
     header = gradebook_header(questions)
     kept: dict[str, dict] = {}
     if path.exists():
@@ -331,6 +340,9 @@ def merge_gradebook(path: Path, questions: list[dict], rows: list[tuple[str, dic
         row = dict(zip(header, gradebook_row(file, questions, awarded)))
         old = kept.get(file, {})
         row.update({c: old[c] for c in by_hand if old.get(c, "").strip()})
+        for q, mark in (prefill or {}).get(file, {}).items():
+            if not row[q].strip() and not row["manual_awarded"].strip():
+                row[q] = mark
         kept[file] = row
     for row in kept.values():
         add_up(row, questions)
@@ -406,6 +418,45 @@ def answers_by_hand(notebook: Path) -> dict[str, list[dict]]:
         if current is not None:
             found[current].append(cell)
     return found
+
+
+#: The text otter leaves in a student notebook's answer cell for a question graded by hand.
+PLACEHOLDER = "_Type your answer here, replacing this text._"
+
+
+def answered(cells: list[dict]) -> bool:
+    """Whether a student wrote an answer in ``cells`` (:func:`answers_by_hand`'s cells of one
+    question): a Markdown cell with text other than otter's :data:`PLACEHOLDER`, or a code cell with a
+    line that is neither empty, a comment nor ``...``."""
+    for cell in cells:
+        text = "".join(cell.get("source", [])).strip()
+        if cell.get("cell_type") == "markdown" and text and text != PLACEHOLDER:
+            return True
+        if cell.get("cell_type") == "code":
+            lines = [ln.strip() for ln in text.splitlines()]
+            if any(ln and not ln.startswith("#") and ln not in ("...", "pass") for ln in lines):
+                return True
+    return False
+
+
+def completion_marks(
+    notebook: Path, questions: list[dict], skip: tuple[str, ...] = ()
+) -> dict[str, str]:
+    """Hand marks for completion (the default grading of book/grading.md, ``--completion``): each
+    question graded by hand, but those in ``skip``, gets its full points when :func:`answered`, else 0.
+    They are a first pass for the grader to read over, not a judgement of the work."""
+    unknown = sorted(set(skip) - {q["name"] for q in questions if q["manual"]})
+    if unknown:
+        raise SystemExit(
+            f"grade_all: --except-question got {unknown}, expected questions graded by hand of this "
+            f"set: {[q['name'] for q in questions if q['manual']]}"
+        )
+    answers = answers_by_hand(notebook)
+    return {
+        q["name"]: (f"{float(q['points']):g}" if answered(answers.get(q["name"], [])) else "0")
+        for q in questions
+        if q["manual"] and q["name"] not in skip
+    }
 
 
 def _cell_text(cell: dict, figure=None) -> str:
@@ -585,6 +636,19 @@ def main(argv: list[str] | None = None) -> int:
         "graded by hand, to mark one question across the class",
     )
     parser.add_argument(
+        "--completion",
+        action="store_true",
+        help="mark each question graded by hand for completion: its full points when the student "
+        "wrote an answer, 0 otherwise, where its gradebook cell is still empty (read them over)",
+    )
+    parser.add_argument(
+        "--except-question",
+        action="append",
+        default=[],
+        metavar="Q",
+        help="with --completion, leave question Q for its rubric (set 3's report: q5); repeatable",
+    )
+    parser.add_argument(
         "--timeout",
         type=float,
         default=TIMEOUT,
@@ -592,6 +656,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{TIMEOUT:g})",
     )
     args = parser.parse_args(argv)
+    if args.except_question and not args.completion:
+        parser.error("argument --except-question: only with --completion")
     if not args.timeout > 0:
         raise SystemExit(f"grade_all: --timeout got {args.timeout:g}, expected a positive number")
     autograder = HERE / args.name / "autograder" / "autograder.zip"
@@ -624,7 +690,12 @@ def main(argv: list[str] | None = None) -> int:
     files = [f for f in files if f in results]
     graded = {f: feedback(r) for f, r in results.items()}
     rows = [(f.name, {q: p for q, (p, _) in g[0].items()}) for f, g in graded.items()]
-    book = {row["file"]: row for row in merge_gradebook(gradebook, questions, rows)}
+    prefill = (
+        {f.name: completion_marks(f, questions, tuple(args.except_question)) for f in files}
+        if args.completion
+        else None
+    )
+    book = {row["file"]: row for row in merge_gradebook(gradebook, questions, rows, prefill)}
     (args.out / "feedback").mkdir(parents=True, exist_ok=True)
     out_of_range = {
         name: problems for name, row in book.items() if (problems := mark_problems(row, questions))

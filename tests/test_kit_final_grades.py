@@ -146,3 +146,68 @@ def test_a_folder_without_gradebooks_is_named(tmp_path, capsys):
     with pytest.raises(SystemExit):
         final_grades.main([str(tmp_path)])
     assert "grades-ps1_measures.csv: grade set ps1_measures first" in capsys.readouterr().err
+
+
+def _notebook(path: Path, answers: dict[str, list[tuple[str, str]]]) -> Path:
+    """A student notebook with otter's question markers: for each question graded by hand, its
+    prompt cell, then the student's cells ``(cell_type, text)``, then the closing marker."""
+    import json
+
+    cells = []
+    for q, written in answers.items():
+        number = q.removeprefix("q")
+        prompt = f"<!-- BEGIN QUESTION -->\n\n**Question {number} (1 point, graded by hand).** ..."
+        cells.append({"cell_type": "markdown", "metadata": {}, "source": prompt})
+        for kind, text in written:
+            cell = {"cell_type": kind, "metadata": {}, "source": text}
+            if kind == "code":
+                cell.update(outputs=[], execution_count=None)
+            cells.append(cell)
+        cells.append({"cell_type": "markdown", "metadata": {}, "source": "<!-- END QUESTION -->"})
+    nb = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path.write_text(json.dumps(nb))
+    return path
+
+
+def test_completion_marks_give_full_points_to_a_written_answer_only(tmp_path, questions):
+    """grade_all.py --completion: a question graded by hand gets its points when the student wrote
+    anything but otter's placeholder (or a code cell with only comments, ``...`` or ``pass``), else
+    0; --except-question leaves a question (the report) for its rubric; a mark already in the
+    gradebook is kept."""
+    grade_all = problem_sets.grade_all_module()
+    qs = questions["ps3_regression"]
+    placeholder = [("markdown", grade_all.PLACEHOLDER)]
+    nb = _notebook(
+        tmp_path / "zoe.ipynb",
+        {
+            "q2a": [("markdown", "b* = ... since the risk is quadratic in r, so r = 1.")],
+            "q3a": placeholder,
+            "q3b": [("code", "# your answer\n...")],
+            "q4a": [("code", "print(1 + 1)")],
+            "q5": [("markdown", "My question: ...")],
+        },
+    )
+    marks = grade_all.completion_marks(nb, qs, skip=("q5",))
+    points = {q["name"]: float(q["points"]) for q in qs}
+    assert marks == {
+        "q2a": f"{points['q2a']:g}",
+        "q3a": "0",
+        "q3b": "0",
+        "q4a": f"{points['q4a']:g}",
+    }, marks
+    with pytest.raises(SystemExit, match=r"--except-question got \['q9'\]"):
+        grade_all.completion_marks(nb, qs, skip=("q9",))
+    # into the gradebook: an empty hand mark is filled, one already entered stays
+    book = tmp_path / "grades-ps3_regression.csv"
+    auto = {q["name"]: float(q["points"]) for q in qs if not q["manual"]}
+    grade_all.merge_gradebook(book, qs, [("zoe.ipynb", auto)])
+    with book.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    rows[0]["q3a"] = "1"  # the grader's own mark
+    with book.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=grade_all.gradebook_header(qs))
+        writer.writeheader()
+        writer.writerows(rows)
+    row = grade_all.merge_gradebook(book, qs, [("zoe.ipynb", auto)], {"zoe.ipynb": marks})[0]
+    assert row["q3a"] == "1" and row["q2a"] == marks["q2a"] and row["q3b"] == "0", row
+    assert row["q5"] == "" and row["total_awarded"] == "", "the report is left for its rubric"

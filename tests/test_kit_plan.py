@@ -183,3 +183,37 @@ def test_each_run_sheet_says_what_to_read_open_cut_and_announce():
             assert title in all_titles, f"run sheet {n}: no deck has a slide {title!r}"
         announce = sheet.split("**Announce.**", 1)[1].split("\n\n", 1)[0]
         assert f"roblem set {n}" in announce, (n, announce)
+
+
+WORDS = {5: "five", 6: "six", 8: "eight", 9: "nine", 10: "ten", 12: "twelve", 15: "fifteen"}
+
+
+def _says(notes: str, minutes: int) -> bool:
+    """Whether ``notes`` give ``minutes`` ("18 minutes", "ten minutes", "Eight minutes")."""
+    return bool(
+        re.search(rf"\b{minutes} minutes", notes)
+        or (minutes in WORDS and re.search(rf"\b{WORDS[minutes]} minutes", notes, re.I))
+    )
+
+
+def test_the_slides_notes_give_the_run_sheets_minutes():
+    """A slide whose run sheet row is an in-class exercise or deck 7's launch of the report: its
+    presenter notes state the minutes of that row, so the lectern sheet and the speaker view agree."""
+    stems = [md.stem for md in lessons(ROOT)]
+    for n, sheet in enumerate(run_sheets(), 1):
+        for _, minutes, what, opened in sheet:
+            exercise = re.match(r'Exercise \d\.\d, "([^"]+)"', what)
+            launch = what.startswith(f"Deck {len(stems)}: its open questions")
+            if not (exercise or launch):
+                continue
+            deck, slide = map(int, re.search(r"deck (\d), slide (\d+)", opened).groups())
+            outline = yaml.safe_load(
+                (ROOT / "book" / "slides" / f"{stems[deck - 1]}.yml").read_text()
+            )
+            notes = outline["slides"][slide - 1].get("notes", "")
+            if exercise:  # the exercise's paragraph of the notes
+                notes = notes.split(f"**{exercise[1]}**", 1)[-1].split("\n\n", 1)[0]
+            assert _says(notes, minutes), (
+                f"session {n}: the run sheet gives {what[:40]!r} {minutes} minutes; deck {deck}, "
+                f"slide {slide}'s notes say otherwise: {notes[:160]!r}"
+            )

@@ -721,6 +721,12 @@ def test_grade_all_writes_a_gradebook_and_feedback_without_the_tests(built, tmp_
     assert not re.search(r"checks? failed[.:]", solution) and "| 0 | 0 |" in solution, solution
     # the README and grade_all's docstring say what the feedback holds
     assert "only how many hidden checks failed" in (built / "README.md").read_text()
+    # --completion: the solution's written answers get their points, the blank copy's placeholders 0
+    run_grade_all(built, name, subs, tmp_path, "--reuse", "--completion")
+    rows = {r["file"]: r for r in csv.DictReader(shipped.open())}
+    assert float(rows["solution.ipynb"]["total_awarded"]) == total, rows["solution.ipynb"]
+    assert float(rows["blank.ipynb"]["total_awarded"]) == 0, rows["blank.ipynb"]
+    assert "--completion" in (built / "README.md").read_text()
 
 
 def test_grade_all_merges_the_gradebook_keeps_hand_marks_and_collates_answers(built, tmp_path):

@@ -882,7 +882,10 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "NAME/autograder/autograder.zip -o results/FILE FILE.ipynb`.",
         "3. Keep otter's `results.json` files (in `graded/results/`) to yourself: their output "
         "text quotes the hidden tests.",
-        "4. Grade the questions graded by hand with each set's rubric.md.",
+        "4. Grade the questions graded by hand with each set's rubric.md, or for completion (the "
+        "default grading): `--completion` enters, where a hand mark is still empty, the question's "
+        "full points when the student wrote an answer and 0 otherwise, for you to read over; for "
+        "set 3 add `--except-question q5`, the report, which its rubric marks.",
         "5. The course grades, by the default scheme (sets 30 %, the report 40 %, the two ten-minute "
         "checks 30 %): grade the three sets into the same folder (`graded/`, the default `--out`), "
         "naming each student's notebook the same in every set (`alice.ipynb`), then run "

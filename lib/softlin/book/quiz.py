@@ -30,8 +30,10 @@ STYLE = """
 .softlin-quiz .sq-head { margin: 0 0 0.4em 0; }
 .softlin-quiz fieldset { border: 1px solid rgba(128,128,128,0.45); border-radius: 6px;
   margin: 0 0 0.8em 0; padding: 0.4em 0.9em 0.6em 0.9em; }
-.softlin-quiz legend { font-size: 1rem; font-weight: 600; line-height: 1.4; padding: 0 0.3em;
-  margin: 0; width: auto; float: none; }
+/* the question inside its box, not across its top border, however many lines it takes */
+.softlin-quiz legend { font-size: 1rem; font-weight: 600; line-height: 1.4; padding: 0.2em 0 0.3em 0;
+  margin: 0; width: 100%; float: left; }
+.softlin-quiz legend + * { clear: both; }
 .softlin-quiz .sq-a { margin: 0.25em 0; }
 .softlin-quiz .sq-a input { margin-right: 0.5em; vertical-align: top; margin-top: 0.3em; }
 .softlin-quiz .sq-a label { display: inline-block; max-width: 92%; cursor: pointer; }
