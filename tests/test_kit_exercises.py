@@ -180,8 +180,8 @@ def _type_and_check(form, text: str) -> str:
 def test_the_site_checks_a_numerical_answer_without_a_kernel(offline_page, md):
     """On the built site each exercise whose answer is a number or a few numbers has a box under its
     check cell (book/_ext/static/softlin-reader.js): for the keys this test can compute, the key
-    rounded to the stated digits is "Correct", an answer 1.5 units of the last digit off is "Not yet",
-    text is refused; and no request leaves the page."""
+    rounded to the stated digits is "Correct" (written as a fraction too), an answer 1.5 units of the
+    last digit off is "Not yet", text is refused; and no request leaves the page."""
     from softlin.book.widgets import _as_array, _in_float64
 
     page, html, requests = offline_page
@@ -212,4 +212,7 @@ def test_the_site_checks_a_numerical_answer_without_a_kernel(offline_page, md):
         written = f"({rounded})" if key.size > 1 else rounded.replace("-", "\u2212")
         assert _type_and_check(form, written).startswith("Correct"), (label, written)
         assert _type_and_check(form, moved).startswith("Not yet"), (label, moved)
+        if key.size == 1:  # a fraction is its value: "5/3" as well as 1.667
+            fraction = f"{round(float(rounded) * 10**6)}/1000000"
+            assert _type_and_check(form, fraction).startswith("Correct"), (label, fraction)
     assert all(u.startswith(("file:", "data:")) for u in requests), requests

@@ -208,10 +208,14 @@
         // "(2.85, -4.61)" and "[0.542, 0.192]" as the solutions write them; a typographic minus too
         var typed = input.value.replace(/[()\[\]]/g, " ").replace(/\u2212/g, "-").trim();
         var parts = typed.split(/[\s,;]+/).filter(function (s) { return s; });
-        var numbers = parts.map(Number);
+        // a fraction, "5/3" or "-1/8", is its value
+        var numbers = parts.map(function (s) {
+          var f = s.match(/^([-+]?[\d.]+(?:e[-+]?\d+)?)\/([\d.]+(?:e[-+]?\d+)?)$/i);
+          return f ? Number(f[1]) / Number(f[2]) : Number(s);
+        });
         if (parts.length !== size || numbers.some(function (x) { return !isFinite(x); })) {
           verdict.textContent = "Type " + size + (size === 1 ? " number" : " numbers") +
-            " (for example 0.125 or 1.5e-3).";
+            " (for example 0.125, 1/8 or 1.5e-3).";
           verdict.className = "softlin-answer-verdict softlin-answer-no";
           return;
         }
