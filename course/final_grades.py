@@ -7,6 +7,7 @@ Python's standard library.
 
     python final_grades.py graded/                       # graded/grades-ps*.csv and graded/checks.csv
     python final_grades.py graded/ --out course-grades.csv
+    python final_grades.py graded/ --interim             # part-way through the term
 
 **Inputs.** ``FOLDER/grades-ps1_measures.csv``, ``grades-ps2_concentration.csv`` and
 ``grades-ps3_regression.csv``, the gradebooks ``grade_all.py`` writes (each set graded from its own
@@ -25,28 +26,44 @@ name the same in every set (``alice.ipynb``).
 * **report, 40 %**: set 3's question 5 (:data:`REPORT`), 0 to 6, as marked in its gradebook column;
 * **checks, 30 %**, 15 each: ``check1`` and ``check2``, each over 4.
 
+The course grade is the sum of each part's weight times its share (points over points possible).
 A set a student did not hand in counts 0 (it is named on stderr, in case the file was named
 otherwise). A grade is left empty, and the student named on stderr with what is missing, when a hand
 mark, the report's mark or a check's mark is not in yet, or a mark lies outside its range; the exit
 status is then 1. It writes ``FOLDER/course-grades.csv`` (or ``--out``): one row per student with
-each part's points and percentage and the course grade in percent (one decimal), and prints the same
-table.
+each part's points and percentage, the weights counted (``counted_percent``, 100) and the course
+grade in percent (one decimal), and prints the same table.
+
+**Interim grades** (``--interim``), part-way through the term, count only what is in so far; the
+course grade is then over the weights counted (``counted_percent``). Left out: a set whose gradebook
+is not written yet (named on stderr), a set whose hand marks a student lacks (``total_awarded``
+empty), a check with no mark, and both checks where ``checks.csv`` is missing (its template is
+written, to fill in as the checks are marked). Set 3 without the report's mark counts its other
+questions when all their marks are in; the report counts whenever its mark is in. The sets weigh 30 % times the share of their 31 points
+counted (set 1 alone: 9.7 %), their percentage being over the points counted. A set not handed in
+still counts 0, and a mark out of range still leaves the grade empty, with exit status 1. It writes
+``FOLDER/interim-grades.csv`` (or ``--out``).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import re
 import sys
 from pathlib import Path
 
 #: The sets' gradebooks, in ``grade_all.py``'s names (``grades-NAME.csv``).
 SETS = ("ps1_measures", "ps2_concentration", "ps3_regression")
+#: A question's column in a gradebook (q1, q2a, ...), as grade_all.py names them.
+QUESTION = re.compile(r"q\d+[a-z]?")
 #: The report: set 3's question 5, graded by hand, out of its 6 points.
 REPORT = ("ps3_regression", "q5")
 #: The checks' columns in ``checks.csv``, each out of :data:`CHECK_POINTS`.
 CHECKS = ("check1", "check2")
 CHECK_POINTS = 4.0
+#: Each set's points possible as built (its ``questions.json``), for a set not graded yet.
+SET_POINTS = {"ps1_measures": 10.0, "ps2_concentration": 12.0, "ps3_regression": 15.0}
 #: The default scheme's weights, in percent (book/grading.md, book/syllabus.md).
 WEIGHTS = {"sets": 30.0, "report": 40.0, "checks": 30.0}
 COLUMNS = (
@@ -58,6 +75,7 @@ COLUMNS = (
     "sets_percent",
     "report_percent",
     "checks_percent",
+    "counted_percent",
     "course_percent",
 )
 
@@ -116,72 +134,113 @@ def possible(gradebooks: dict[str, dict[str, dict]]) -> dict[str, float]:
 
 
 def course_row(
-    student: str, gradebooks: dict[str, dict[str, dict]], checks: dict, report_points: float
+    student: str,
+    gradebooks: dict[str, dict[str, dict]],
+    checks: dict,
+    report_points: float,
+    tops: dict[str, float],
+    interim: bool = False,
 ) -> tuple[dict, list[str]]:
     """One student's row of :data:`COLUMNS`, and what keeps the grade from being computed (empty
-    when it is). The report's points come out of set 3's total and into the report's part."""
-    missing, awarded = [], 0.0
-    tops = possible(gradebooks)
+    when it is). The report's points come out of set 3's total and into the report's part.
+    ``tops`` holds every set's points possible (:func:`possible`, and :func:`set_points` for a set
+    not in yet). With ``interim``, a mark not in yet leaves its part out instead (module docstring);
+    only a mark out of range keeps the grade from being computed."""
+    missing, wrong = [], []
+    awarded = counted = 0.0  # the sets' points awarded and possible, over the sets counted
     report_set, report_q = REPORT
-    report = None
+    report = None  # None: not counted (not in yet)
     for name, rows in gradebooks.items():
+        top = tops[name] - (report_points if name == report_set else 0.0)
         row = rows.get(student)
-        if row is None:  # not handed in: 0 points (named by main)
+        if row is None:  # not handed in: 0 points (named by main), and no report either
+            counted += top
+            if name == report_set:
+                report = 0.0
             continue
         total = _number(row["total_awarded"], f"{student}'s total_awarded in {name}")
-        if total is None:
-            missing.append(f"{name}: hand marks (total_awarded is empty)")
-            continue
-        if name == report_set:
+        if name == report_set and (total is not None or interim):
             report = _number(row.get(report_q, ""), f"{student}'s {report_q} in {name}")
             if report is None:
                 missing.append(f"{name}: the report's mark ({report_q})")
+                others = [q for q in row if QUESTION.fullmatch(q) and q != report_q]
+                if interim and others and all((row[q] or "").strip() for q in others):
+                    # the report not marked yet: set 3's other questions count on their own
+                    awarded += sum(_number(row[q], f"{student}'s {q} in {name}") for q in others)
+                    counted += top
                 continue
-            total -= report
+            if total is not None:
+                total -= report
+        if total is None:
+            missing.append(f"{name}: hand marks (total_awarded is empty)")
+            continue
         awarded += total
-    sets_possible = sum(tops.values()) - report_points
+        counted += top
+    sets_total = sum(tops.values()) - report_points
     marks = {}
     for column in CHECKS:
         mark = _number(checks.get(student, {}).get(column, ""), f"{student}'s {column}")
         if mark is None:
             missing.append(f"checks.csv: {column}")
         elif not 0 <= mark <= CHECK_POINTS:
-            missing.append(f"checks.csv: {column} is {mark:g}, expected 0 to {CHECK_POINTS:g}")
+            wrong.append(f"checks.csv: {column} is {mark:g}, expected 0 to {CHECK_POINTS:g}")
+            missing.append(wrong[-1])
         marks[column] = mark
-    if report_set not in {n for n, rows in gradebooks.items() if student in rows}:
-        report = 0.0  # set 3 not handed in: no report either
     row = {
         "student": student,
         "sets_awarded": f"{awarded:g}",
-        "sets_possible": f"{sets_possible:g}",
+        "sets_possible": f"{counted if interim else sets_total:g}",
     }
     row["report"] = "" if report is None else f"{report:g}"
     row.update({c: "" if marks[c] is None else f"{marks[c]:g}" for c in CHECKS})
+    row.update(dict.fromkeys(COLUMNS[COLUMNS.index("sets_percent") :], ""))
+    missing = wrong if interim else missing
     if missing:
-        row.update(dict.fromkeys(COLUMNS[len(CHECKS) + 4 :], ""))
         return row, missing
-    parts = {
-        "sets": awarded / sets_possible,
-        "report": report / report_points,
-        "checks": sum(marks[c] for c in CHECKS) / (CHECK_POINTS * len(CHECKS)),
-    }
-    for part, share in parts.items():
+    # each part counted: (weight, share); the sets weigh by the share of their points counted, and
+    # the checks, of equal weight each, as one part over the checks counted
+    parts = {}
+    if counted:
+        parts["sets"] = (WEIGHTS["sets"] * (counted / sets_total), awarded / counted)
+    if report is not None:
+        parts["report"] = (WEIGHTS["report"], report / report_points)
+    marked = [marks[c] for c in CHECKS if marks[c] is not None]
+    if marked:
+        each = WEIGHTS["checks"] / len(CHECKS)
+        parts["checks"] = (each * len(marked), sum(marked) / (CHECK_POINTS * len(marked)))
+    for part, (_, share) in parts.items():
         row[f"{part}_percent"] = f"{100 * share:.1f}"
-    row["course_percent"] = f"{sum(WEIGHTS[p] * s for p, s in parts.items()):.1f}"
+    weight = sum(w for w, _ in parts.values())
+    if weight:
+        row["counted_percent"] = f"{weight:.1f}"
+        row["course_percent"] = f"{sum(w * s for w, s in parts.values()) * (100 / weight):.1f}"
     return row, []
+
+
+def _built_questions(folder: Path, name: str) -> list[dict] | None:
+    """Set ``name``'s questions, from its ``questions.json`` beside this script (or the folder's)."""
+    import json
+
+    for base in (folder, folder.parent, Path(__file__).resolve().parent):
+        found = base / name / "questions.json"
+        if found.exists():
+            return json.loads(found.read_text())
+    return None
 
 
 def report_points(folder: Path) -> float:
     """The report question's points, from set 3's ``questions.json`` beside this script (6 as built)."""
-    import json
-
-    for base in (folder, folder.parent, Path(__file__).resolve().parent):
-        found = base / REPORT[0] / "questions.json"
-        if found.exists():
-            for q in json.loads(found.read_text()):
-                if q["name"] == REPORT[1]:
-                    return float(q["points"])
+    for q in _built_questions(folder, REPORT[0]) or []:
+        if q["name"] == REPORT[1]:
+            return float(q["points"])
     return 6.0
+
+
+def set_points(folder: Path, name: str) -> float:
+    """A set's points possible, from its ``questions.json`` beside this script (:data:`SET_POINTS`
+    when there is none): for a set whose gradebook is not in yet (``--interim``)."""
+    questions = _built_questions(folder, name)
+    return sum(float(q["points"]) for q in questions) if questions else SET_POINTS[name]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -194,20 +253,38 @@ def main(argv: list[str] | None = None) -> int:
         "--checks", type=Path, default=None, help="the checks' marks (default: FOLDER/checks.csv)"
     )
     ap.add_argument(
-        "--out", type=Path, default=None, help="where to write (default: FOLDER/course-grades.csv)"
+        "--out",
+        type=Path,
+        default=None,
+        help="where to write (default: FOLDER/course-grades.csv, or FOLDER/interim-grades.csv)",
+    )
+    ap.add_argument(
+        "--interim",
+        action="store_true",
+        help="part-way through the term: count only the gradebooks and marks in so far",
     )
     args = ap.parse_args(argv)
     folder = args.folder
     if not folder.is_dir():
         ap.error(f"argument folder: got {str(folder)!r}, expected the folder of the gradebooks")
-    gradebooks = {}
+    gradebooks, absent = {}, []
     for name in SETS:
         path = folder / f"grades-{name}.csv"
         if not path.exists():
+            if args.interim:
+                absent.append(name)
+                continue
             ap.error(
                 f"no {path}: grade set {name} first (python grade_all.py {name} ... --out {folder})"
             )
         gradebooks[name] = read_gradebook(path)
+    if not gradebooks:
+        ap.error(f"no gradebook in {folder} (grades-NAME.csv): grade a set first (grade_all.py)")
+    if absent:
+        print(
+            f"final_grades: not counted yet, no gradebook in {folder}: {', '.join(absent)}",
+            file=sys.stderr,
+        )
     students = sorted(set().union(*(set(rows) for rows in gradebooks.values())))
     checks_path = args.checks or folder / "checks.csv"
     if not checks_path.exists():
@@ -217,15 +294,18 @@ def main(argv: list[str] | None = None) -> int:
             writer.writerows([[s, "", ""] for s in students])
         print(
             f"final_grades: wrote {checks_path} with a row per student ({len(students)}): fill in "
-            f"{' and '.join(CHECKS)} (0 to {CHECK_POINTS:g} each), then run again",
+            f"{' and '.join(CHECKS)} (0 to {CHECK_POINTS:g} each)"
+            + (": the checks are not counted yet" if args.interim else ", then run again"),
             file=sys.stderr,
         )
-        return 1
+        if not args.interim:
+            return 1
     checks = read_checks(checks_path)
     stray = sorted(set(checks) - set(students))
     if stray:
         print(f"final_grades: {checks_path} names {stray}, who have no set graded", file=sys.stderr)
     points = report_points(folder)
+    tops = possible(gradebooks) | {name: set_points(folder, name) for name in absent}
     rows, status = [], 0
     for student in students:
         for name, book in gradebooks.items():
@@ -234,22 +314,26 @@ def main(argv: list[str] | None = None) -> int:
                     f"final_grades: {student}: no {name} in its gradebook, counted 0",
                     file=sys.stderr,
                 )
-        row, missing = course_row(student, gradebooks, checks, points)
+        row, missing = course_row(student, gradebooks, checks, points, tops, args.interim)
         if missing:
             status = 1
             print(f"final_grades: {student}: no grade yet: {'; '.join(missing)}", file=sys.stderr)
         rows.append(row)
-    out = args.out or folder / "course-grades.csv"
+    out = args.out or folder / ("interim-grades.csv" if args.interim else "course-grades.csv")
     with out.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
     width = max([len(s) for s in students] + [7])
-    print(f"{'student':{width}}  sets  report  checks  course (%)")
+    if args.interim:
+        print(f"{'student':{width}}  sets  report  checks  counted  interim (%)")
+    else:
+        print(f"{'student':{width}}  sets  report  checks  course (%)")
     for row in rows:
+        counted = f"  {row['counted_percent']:>7}" if args.interim else ""
         print(
             f"{row['student']:{width}}  {row['sets_percent']:>5} {row['report_percent']:>6} "
-            f"{row['checks_percent']:>7}  {row['course_percent']:>6}"
+            f"{row['checks_percent']:>7}{counted}  {row['course_percent']:>6}"
         )
     print(f"final_grades: {out}")
     return status

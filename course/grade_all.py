@@ -14,7 +14,7 @@ softlin wheel of the same folder are installed (its README.md says how).
     python grade_all.py ps3_regression subs/ --completion --except-question q5  # the report by its rubric
 
 For each submission FILE.ipynb it runs ``otter run -a NAME/autograder/autograder.zip`` into
-``OUT/results/FILE/`` (keep those: their text quotes the hidden tests). A submission otter cannot grade
+``OUT/results/NAME/FILE/`` (keep those: their text quotes the hidden tests). A submission otter cannot grade
 (no results: an empty notebook, another set's), or one that runs past ``--timeout`` seconds (a loop that
 never ends), is named and left out, the others are graded, and the exit status is then 1. So is it when
 a hand mark in the gradebook lies outside its range (:func:`mark_problems`: 1 typed for a question of
@@ -30,7 +30,7 @@ a hand mark in the gradebook lies outside its range (:func:`mark_problems`: 1 ty
   and which are graded by hand come from ``NAME/questions.json``, written by the build. A gradebook
   already there is merged, not overwritten (:func:`merge_gradebook`): other files' rows stay, and a
   regraded file keeps the hand marks and comments filled in;
-* ``OUT/feedback/FILE.md``, to return to the student: per question, the points; the messages of its
+* ``OUT/feedback/NAME/FILE.md``, to return to the student: per question, the points; the messages of its
   failed public checks (the sentence the set wrote for each, never the test's code), which the student
   could already read by running ``grader.check`` in the notebook; the errors the student's code raised
   in its checks (:func:`raised`: "NameError: name 'f' is not defined" when a cell stopped before
@@ -439,12 +439,32 @@ def answered(cells: list[dict]) -> bool:
     return False
 
 
+#: A written answer of fewer words than this, with no formula (``$`` or ``=``) and no code, is too thin
+#: to pass for completion unread ("I think it is linear."): see :func:`thin`.
+THIN_WORDS = 25
+
+
+def thin(cells: list[dict]) -> bool:
+    """Whether an :func:`answered` question's ``cells`` hold only a thin answer: no code line, and
+    Markdown of fewer than :data:`THIN_WORDS` words with no formula (no ``$``, no ``=``)."""
+    text, code = [], False
+    for cell in cells:
+        source = "".join(cell.get("source", [])).strip()
+        if cell.get("cell_type") == "code":
+            code |= answered([cell])
+        elif source != PLACEHOLDER:
+            text.append(source)
+    words = " ".join(text)
+    return not code and len(words.split()) < THIN_WORDS and not any(c in words for c in "$=")
+
+
 def completion_marks(
     notebook: Path, questions: list[dict], skip: tuple[str, ...] = ()
 ) -> dict[str, str]:
     """Hand marks for completion (the default grading of book/grading.md, ``--completion``): each
-    question graded by hand, but those in ``skip``, gets its full points when :func:`answered`, else 0.
-    They are a first pass for the grader to read over, not a judgement of the work."""
+    question graded by hand, but those in ``skip``, gets its full points when :func:`answered`, else 0;
+    a :func:`thin` answer gets no mark, for the grader to read and mark (:func:`thin_answers` names
+    them). They are a first pass for the grader to read over, not a judgement of the work."""
     unknown = sorted(set(skip) - {q["name"] for q in questions if q["manual"]})
     if unknown:
         raise SystemExit(
@@ -452,11 +472,29 @@ def completion_marks(
             f"set: {[q['name'] for q in questions if q['manual']]}"
         )
     answers = answers_by_hand(notebook)
-    return {
-        q["name"]: (f"{float(q['points']):g}" if answered(answers.get(q["name"], [])) else "0")
+    marks = {}
+    for q in questions:
+        if q["manual"] and q["name"] not in skip:
+            cells = answers.get(q["name"], [])
+            if not answered(cells):
+                marks[q["name"]] = "0"
+            elif not thin(cells):
+                marks[q["name"]] = f"{float(q['points']):g}"
+    return marks
+
+
+def thin_answers(notebook: Path, questions: list[dict], skip: tuple[str, ...] = ()) -> list[str]:
+    """The questions graded by hand (but those in ``skip``) whose answer in ``notebook`` is
+    :func:`thin`: ``--completion`` leaves their marks empty and names them."""
+    answers = answers_by_hand(notebook)
+    return [
+        q["name"]
         for q in questions
-        if q["manual"] and q["name"] not in skip
-    }
+        if q["manual"]
+        and q["name"] not in skip
+        and answered(cells := answers.get(q["name"], []))
+        and thin(cells)
+    ]
 
 
 def _cell_text(cell: dict, figure=None) -> str:
@@ -584,7 +622,9 @@ def write_feedback(
     if public_failed or hidden_failed:
         lines += [
             'The public checks are those in your notebook: `grader.check("q1")` runs question q1\'s. '
-            "The hidden checks try other inputs; only how many of them failed is given here.",
+            "The hidden checks try other inputs; only how many of them failed is given here. A "
+            "question's points are those of its hidden checks: a failed public check costs nothing "
+            "by itself, but warns that hidden ones will likely fail too.",
             "",
         ]
     for q in points:
@@ -614,6 +654,24 @@ def write_feedback(
     path.write_text("\n".join(lines))
 
 
+def check_results(results: dict, questions: list[dict], name: str, path: Path) -> None:
+    """Refuse otter's ``results`` (read from ``path`` for ``--reuse``) unless they are set ``name``'s:
+    the autograded questions and their points as in its ``questions.json``, no score above its
+    points. A SystemExit names the file and what differs, so that one set's results never enter
+    another set's gradebook."""
+    points = feedback(results)[0]
+    expected = {q["name"]: float(q["points"]) for q in questions if not q["manual"]}
+    found = {q: m for q, (_, m) in points.items()}
+    if found != expected:
+        raise SystemExit(
+            f"grade_all: {path} holds the results of other questions, {found}, not those of "
+            f"{name}, {expected}: grade {name} again without --reuse"
+        )
+    over = {q: p for q, (p, m) in points.items() if p > m}
+    if over:
+        raise SystemExit(f"grade_all: {path} awards more than the points possible: {over}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Grade a folder of submissions of one problem set with otter; write a gradebook "
@@ -626,8 +684,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--reuse",
         action="store_true",
-        help="reuse otter's results of an earlier run (OUT/results/FILE/) instead of running otter "
-        "again: to rewrite the feedback with the hand marks entered in the gradebook since",
+        help="reuse otter's results of an earlier run (OUT/results/NAME/FILE/) instead of running "
+        "otter again: to rewrite the feedback with the hand marks entered in the gradebook since",
     )
     parser.add_argument(
         "--collate",
@@ -639,7 +697,8 @@ def main(argv: list[str] | None = None) -> int:
         "--completion",
         action="store_true",
         help="mark each question graded by hand for completion: its full points when the student "
-        "wrote an answer, 0 otherwise, where its gradebook cell is still empty (read them over)",
+        "wrote an answer, 0 otherwise, where its gradebook cell is still empty (read them over); an "
+        f"answer under {THIN_WORDS} words with no formula and no code is named and left for you",
     )
     parser.add_argument(
         "--except-question",
@@ -676,12 +735,15 @@ def main(argv: list[str] | None = None) -> int:
     existed = gradebook.exists()
     results, skipped = {}, {}
     for f in files:
-        kept = args.out / "results" / f.stem / "results.json"
+        kept = args.out / "results" / args.name / f.stem / "results.json"
         if args.reuse and kept.exists():
             results[f] = json.loads(kept.read_text())
+            check_results(results[f], questions, args.name, kept)
             continue
         try:
-            results[f] = run_otter(autograder, f, args.out / "results" / f.stem, args.timeout)
+            results[f] = run_otter(
+                autograder, f, args.out / "results" / args.name / f.stem, args.timeout
+            )
         except NotGraded as exc:  # the others are graded all the same; it is named at the end
             skipped[f] = str(exc)
             print(f"{f.name}: NOT GRADED: {exc}", file=sys.stderr)
@@ -696,7 +758,16 @@ def main(argv: list[str] | None = None) -> int:
         else None
     )
     book = {row["file"]: row for row in merge_gradebook(gradebook, questions, rows, prefill)}
-    (args.out / "feedback").mkdir(parents=True, exist_ok=True)
+    if args.completion:
+        for f in files:
+            short = thin_answers(f, questions, tuple(args.except_question))
+            if short and any(not book[f.name][q].strip() for q in short):
+                print(
+                    f"grade_all: {f.name}: answers too short to pass for completion unread (under "
+                    f"{THIN_WORDS} words, no formula, no code), left for you to mark: {short}",
+                    file=sys.stderr,
+                )
+    (args.out / "feedback" / args.name).mkdir(parents=True, exist_ok=True)
     out_of_range = {
         name: problems for name, row in book.items() if (problems := mark_problems(row, questions))
     }
@@ -713,7 +784,7 @@ def main(argv: list[str] | None = None) -> int:
             if q["manual"] and book[f.name][q["name"]].strip() and f.name not in out_of_range
         }
         write_feedback(
-            args.out / "feedback" / f"{f.stem}.md",
+            args.out / "feedback" / args.name / f"{f.stem}.md",
             args.name,
             f.name,
             points,
@@ -734,7 +805,7 @@ def main(argv: list[str] | None = None) -> int:
             f"grade_all: {len(written)} files of answers by question in {args.out / 'by-question'}/"
         )
     merged = " (merged: earlier rows and hand marks kept)" if existed else ""
-    print(f"grade_all: {gradebook}{merged} and {args.out / 'feedback'}/")
+    print(f"grade_all: {gradebook}{merged} and {args.out / 'feedback' / args.name}/")
     partial = [
         r["file"]
         for r in book.values()

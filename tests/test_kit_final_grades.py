@@ -10,6 +10,11 @@ book/grading.md applied to the three sets' gradebooks and the checks' marks.
 * A missing hand mark, report mark or check mark leaves that student's grade empty, names what is
   missing and exits 1; a set not handed in counts 0 and is named; without checks.csv a template with
   every student is written and the script stops; a mark outside 0..4 is named.
+* --interim counts only what is in: a set without its gradebook, a check without its mark (or
+  without checks.csv, whose template is then written) are left out, set 3's questions other than
+  the report count before the report is marked, the sets weighing 30 % times the
+  share of their 31 points counted, and the course grade is over the weights counted
+  (counted_percent); with every part in it is the final grade.
 * The built kit ships it beside grade_all.py, and its README says how to run it.
 """
 
@@ -70,6 +75,9 @@ def test_the_built_sets_have_the_points_the_scheme_counts(questions):
     assert totals == {"ps1_measures": 10, "ps2_concentration": 12, "ps3_regression": 15}, totals
     report = [q for q in questions["ps3_regression"] if q["name"] == final_grades.REPORT[1]]
     assert report == [{"name": "q5", "points": 6.0, "manual": True}], report
+    assert final_grades.SET_POINTS == totals, (
+        "SET_POINTS (for a set not graded yet) is not as built"
+    )
 
 
 def test_the_weights_are_the_default_scheme_s():
@@ -148,6 +156,101 @@ def test_a_folder_without_gradebooks_is_named(tmp_path, capsys):
     assert "grades-ps1_measures.csv: grade set ps1_measures first" in capsys.readouterr().err
 
 
+def _checks(folder: Path, rows: list[list]) -> None:
+    with (folder / "checks.csv").open("w", newline="") as handle:
+        csv.writer(handle).writerows([["student", "check1", "check2"], *rows])
+
+
+def _grades(path: Path) -> dict[str, dict]:
+    with path.open(newline="") as handle:
+        return {r["student"]: r for r in csv.DictReader(handle)}
+
+
+def test_interim_grades_count_only_what_is_in(tmp_path, questions, capsys):
+    # set 1 graded, check 1 marked: alice full set 1 and check1 3; bob half of set 1 and check1 2;
+    # carol's hand marks of set 1 are not in (her set is left out), check1 4
+    qs = questions["ps1_measures"]
+    carol = {q["name"]: float(q["points"]) for q in qs if not q["manual"]}
+    marks = {"alice": _full(qs), "bob": _full(qs, 0.5), "carol": carol}
+    _gradebook(tmp_path, "ps1_measures", qs, marks)
+    _checks(tmp_path, [["alice", 3, ""], ["bob", 2, ""], ["carol", 4, ""]])
+    status = final_grades.main([str(tmp_path), "--interim"])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    assert "not counted yet" in captured.err, captured.err
+    assert "ps2_concentration, ps3_regression" in captured.err, captured.err
+    assert "interim" in captured.out.splitlines()[0], captured.out
+    assert not (tmp_path / "course-grades.csv").exists(), "--interim wrote course-grades.csv"
+    got = _grades(tmp_path / "interim-grades.csv")
+    # by hand: the sets weigh 30 * 10/31 (set 1's 10 points of 31), check 1 weighs 15
+    sets_weight = 30 * 10 / 31
+    counted = sets_weight + 15
+    expected = {
+        "alice": (counted, (sets_weight * 1.0 + 15 * 3 / 4) / counted * 100),
+        "bob": (counted, (sets_weight * 0.5 + 15 * 2 / 4) / counted * 100),
+        "carol": (15, 100.0),
+    }
+    for student, (weight, course) in expected.items():
+        row = got[student]
+        assert float(row["counted_percent"]) == pytest.approx(weight, abs=0.051), (student, row)
+        assert float(row["course_percent"]) == pytest.approx(course, abs=0.051), (student, row)
+        assert row["report"] == "" and row["check2"] == "", (student, row)
+    assert got["bob"]["sets_possible"] == "10" and got["bob"]["sets_awarded"] == "5", got["bob"]
+    assert got["carol"]["sets_possible"] == "0" and got["carol"]["sets_percent"] == "", got["carol"]
+
+
+def test_interim_grades_with_every_part_in_are_the_final_grades(tmp_path, questions, capsys):
+    for name, qs in questions.items():
+        marks = {"alice": _full(qs), "bob": _full(qs, 0.5)}
+        if name != "ps2_concentration":
+            marks["carol"] = _full(qs)
+        _gradebook(tmp_path, name, qs, marks)
+    _checks(tmp_path, [["alice", 4, 4], ["bob", 2, 4], ["carol", 4, 0]])
+    assert final_grades.main([str(tmp_path)]) == 0, capsys.readouterr().err
+    assert final_grades.main([str(tmp_path), "--interim"]) == 0, capsys.readouterr().err
+    final = _grades(tmp_path / "course-grades.csv")
+    interim = _grades(tmp_path / "interim-grades.csv")
+    assert set(final) == set(interim) == {"alice", "bob", "carol"}, (final, interim)
+    for student, row in final.items():
+        assert row["counted_percent"] == "100.0", ("final", student, row)
+        assert interim[student]["counted_percent"] == "100.0", (
+            "interim",
+            student,
+            interim[student],
+        )
+        assert interim[student]["course_percent"] == row["course_percent"], (row, interim[student])
+
+
+def test_interim_grades_without_checks_or_a_report_mark(tmp_path, questions, capsys):
+    # every set graded; dan's report not marked yet (set 3's other questions count); no checks.csv
+    for name, qs in questions.items():
+        marks = {"dan": _full(qs), "eve": _full(qs, 0.5)}
+        if name == "ps3_regression":
+            del marks["dan"]["q5"]
+        _gradebook(tmp_path, name, qs, marks)
+    status = final_grades.main([str(tmp_path), "--interim"])
+    err = capsys.readouterr().err
+    assert status == 0, err
+    assert "the checks are not counted yet" in err, err
+    template = (tmp_path / "checks.csv").read_text().splitlines()  # to fill in as checks are marked
+    assert template == ["student,check1,check2", "dan,,", "eve,,"], template
+    got = _grades(tmp_path / "interim-grades.csv")
+    # dan: the three sets (31 points), no report; eve: every set and the report
+    assert got["dan"]["counted_percent"] == "30.0" and got["dan"]["sets_possible"] == "31", got
+    assert got["dan"]["course_percent"] == "100.0" and got["dan"]["report"] == "", got["dan"]
+    assert got["eve"]["counted_percent"] == "70.0", got["eve"]
+    assert float(got["eve"]["course_percent"]) == pytest.approx(50.0, abs=0.051), got["eve"]
+    # a mark out of range is still an error: dan's grade is left empty, exit status 1
+    _checks(tmp_path, [["dan", 5, ""], ["eve", 2, ""]])
+    status = final_grades.main([str(tmp_path), "--interim"])
+    err = capsys.readouterr().err
+    assert status == 1, err
+    assert "dan: no grade yet: checks.csv: check1 is 5, expected 0 to 4" in err, err
+    got = _grades(tmp_path / "interim-grades.csv")
+    assert got["dan"]["course_percent"] == "" and got["dan"]["counted_percent"] == "", got["dan"]
+    assert float(got["eve"]["counted_percent"]) == 85.0, got["eve"]
+
+
 def _notebook(path: Path, answers: dict[str, list[tuple[str, str]]]) -> Path:
     """A student notebook with otter's question markers: for each question graded by hand, its
     prompt cell, then the student's cells ``(cell_type, text)``, then the closing marker."""
@@ -197,6 +300,23 @@ def test_completion_marks_give_full_points_to_a_written_answer_only(tmp_path, qu
     }, marks
     with pytest.raises(SystemExit, match=r"--except-question got \['q9'\]"):
         grade_all.completion_marks(nb, qs, skip=("q9",))
+    # a thin answer (few words, no formula, no code) gets no mark but is named, for the grader
+    words = "The answer follows from the lesson's argument about the tilt " * 3  # 30 words
+    thin = _notebook(
+        tmp_path / "yan.ipynb",
+        {
+            "q2a": [("markdown", "I think it is linear.")],
+            "q3a": [("markdown", words)],
+            "q3b": [("markdown", "r = 1")],
+            "q4a": [("code", "print(1 + 1)")],
+        },
+    )
+    marks_thin = grade_all.completion_marks(thin, qs, skip=("q5",))
+    assert "q2a" not in marks_thin, marks_thin
+    assert marks_thin["q3a"] == f"{points['q3a']:g}" and marks_thin["q3b"] == f"{points['q3b']:g}"
+    assert grade_all.thin_answers(thin, qs, skip=("q5",)) == ["q2a"]
+    readme = (ROOT / "tools" / "problem_sets.py").read_text()
+    assert f"under {grade_all.THIN_WORDS} words" in readme, "the kit README's word limit differs"
     # into the gradebook: an empty hand mark is filled, one already entered stays
     book = tmp_path / "grades-ps3_regression.csv"
     auto = {q["name"]: float(q["points"]) for q in qs if not q["manual"]}

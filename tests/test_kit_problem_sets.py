@@ -580,6 +580,15 @@ SHORTCUTS = {
         "from softlin.icl import risk_fluctuation_constant as phi\n\n\n"
         "def ratio_at_optimum(Sigma):\n" + _LIBRARY_PHI.format(f="phi"),
     ),
+    # the plain mean p1 x1 + p2 x2 (no tilt), as rounding leaves it: its public check must see it
+    "ps1 q3 the untilted mean": (
+        "ps1_measures",
+        "q3",
+        "# BEGIN SOLUTION NO PROMPT",
+        "two_point_limit = {p1} * {x1} + {p2} * {x2}\n".format(
+            **problem_sets.parameters()["ps1_measures"]
+        ),
+    ),
     "ps3 q4 by the library's large-prompt constants": (
         "ps3_regression",
         "q4",
@@ -675,9 +684,9 @@ def test_grade_all_writes_a_gradebook_and_feedback_without_the_tests(built, tmp_
     import csv
 
     assert (built / "grade_all.py").exists() and "grade_all.py" in (built / "README.md").read_text()
-    assert (built / "final_grades.py").exists() and "python final_grades.py graded/" in (
-        built / "README.md"
-    ).read_text()
+    kit_readme = (built / "README.md").read_text()
+    assert (built / "final_grades.py").exists() and "python final_grades.py graded/" in kit_readme
+    assert "final_grades.py graded/ --interim" in kit_readme, "the README omits interim grades"
     wheels = [
         n for n in zipfile.ZipFile(built / "student-versions.zip").namelist() if n.endswith(".whl")
     ]
@@ -710,14 +719,14 @@ def test_grade_all_writes_a_gradebook_and_feedback_without_the_tests(built, tmp_
     assert ours[0] == theirs[0], (ours[0], theirs[0])
     assert [r[1:] for r in ours[1:]] == [r[1:] for r in theirs[1:]], (ours, theirs)
     assert [r[0] for r in ours[1:]] == ["blank.ipynb", "solution.ipynb"]
-    blank = (out / "feedback" / "blank.md").read_text()
+    blank = (out / "feedback" / name / "blank.md").read_text()
     assert "public checks failed:" in blank and "hidden checks failed." in blank, blank
     assert "0 of" in blank, blank
-    for text in (blank, (out / "feedback" / "solution.md").read_text()):
+    for text in (blank, (out / "feedback" / name / "solution.md").read_text()):
         assert not re.search(r"\bassert\b|Trying:|Traceback|_quad|torch\.", text), text
         for message in _hidden_messages(built, name):  # the blank copy fails every hidden check
             assert message not in text, message
-    solution = (out / "feedback" / "solution.md").read_text()
+    solution = (out / "feedback" / name / "solution.md").read_text()
     assert not re.search(r"checks? failed[.:]", solution) and "| 0 | 0 |" in solution, solution
     # the README and grade_all's docstring say what the feedback holds
     assert "only how many hidden checks failed" in (built / "README.md").read_text()
@@ -770,14 +779,17 @@ def test_grade_all_merges_the_gradebook_keeps_hand_marks_and_collates_answers(bu
     assert float(bob["manual_awarded"]) == 0.5 * len(manual)  # added up: every mark is in
     assert float(bob["total_awarded"]) == 0.5 * len(manual)  # bob's autograded points are 0
     assert carol["manual_awarded"] == carol["total_awarded"] == "" and carol["q1a"] == ""
-    feedback = (out / "feedback" / "alice.md").read_text()
+    feedback = (out / "feedback" / name / "alice.md").read_text()
     assert (
         "| q1a | 1 of 1.5 |" in feedback and f"Total: {auto + 6:g} of {total:g} points" in feedback
     )
     assert alice["comments"] == "Clear derivation; say why t2 vanishes."  # kept on regrading
     assert "Comments: Clear derivation; say why t2 vanishes." in feedback, feedback
-    assert f"Total: {0.5 * len(manual):g} of {total:g}" in (out / "feedback" / "bob.md").read_text()
-    assert "| question graded by hand |" not in (out / "feedback" / "carol.md").read_text()
+    assert (
+        f"Total: {0.5 * len(manual):g} of {total:g}"
+        in (out / "feedback" / name / "bob.md").read_text()
+    )
+    assert "| question graded by hand |" not in (out / "feedback" / name / "carol.md").read_text()
     # a hand mark above its question's points is flagged, and feeds no total nor feedback
     book_rows = list(csv.DictReader(gradebook.open()))
     q_manual = next(q for q in problem_sets.questions(name) if q["manual"])
@@ -795,7 +807,7 @@ def test_grade_all_merges_the_gradebook_keeps_hand_marks_and_collates_answers(bu
     assert f"{q_manual['name']} = {too_many}, expected 0 to {q_manual['points']:g}" in done.stderr
     carol = {r["file"]: r for r in csv.DictReader(gradebook.open())}["carol.ipynb"]
     assert carol["total_awarded"] == "" and carol[q_manual["name"]] == too_many, carol
-    assert f"{too_many} of" not in (out / "feedback" / "carol.md").read_text()
+    assert f"{too_many} of" not in (out / "feedback" / name / "carol.md").read_text()
     collated = (out / "by-question" / f"{name}-q1a.md").read_text()
     assert "## alice.ipynb" in collated and "Model answer" in collated  # the solution's answer
     assert "## bob.ipynb" in collated and "Bob's derivation" in collated
@@ -897,11 +909,11 @@ def test_grade_all_feedback_counts_the_hidden_checks_and_quotes_none(built, tmp_
         hits[0]["source"] = source
     (subs / "wrong.ipynb").write_text(json.dumps(nb))
     out = run_grade_all(built, name, subs, tmp_path)
-    text = (out / "feedback" / "wrong.md").read_text()
+    text = (out / "feedback" / name / "wrong.md").read_text()
     cases = _autograder_cases(built, name)
     for message in _hidden_messages(built, name):
         assert message not in text, message
-    results = json.loads((out / "results" / "wrong" / "results.json").read_text())
+    results = json.loads((out / "results" / name / "wrong" / "results.json").read_text())
     failed = {}  # question: (public failed cases, hidden failed cases), by the autograder's flags
     for entry in results["tests"]:
         if entry.get("max_score") is None:
@@ -972,6 +984,33 @@ def test_feedback_keeps_only_the_public_checks_messages():
     assert hidden_failed == {"q1": 2, "q2": 1}
     points, public_failed, hidden_failed = feedback({"tests": [q1, q2]})
     assert public_failed == {} and hidden_failed == {"q1": 3, "q2": 1}
+
+
+def test_reused_results_of_another_set_are_refused(tmp_path):
+    """grade_all --reuse reads otter's kept results: those of another set (other questions or points)
+    or a score above its points stop the run with the file named, so that one set's points never
+    enter another set's gradebook. (The grading tests on the built sets read each set's results and
+    feedback from its own folder, OUT/results/NAME/ and OUT/feedback/NAME/.)"""
+    grade_all = problem_sets.grade_all_module()
+    questions = problem_sets.questions("ps1_measures")
+    auto = [q for q in questions if not q["manual"]]
+
+    def results(scores):
+        return {
+            "tests": [
+                {"name": q, "score": p, "max_score": m, "output": ""}
+                for q, (p, m) in scores.items()
+            ]
+        }
+
+    own = {q["name"]: (float(q["points"]), float(q["points"])) for q in auto}
+    grade_all.check_results(results(own), questions, "ps1_measures", tmp_path)  # accepted
+    other = {"q1": (1.5, 1.5), "q2": (1.5, 1.5), "q3": (1.5, 1.5)}  # set 2's autograded points
+    with pytest.raises(SystemExit, match="other questions"):
+        grade_all.check_results(results(other), questions, "ps1_measures", tmp_path)
+    over = {**own, auto[0]["name"]: (9.0, float(auto[0]["points"]))}
+    with pytest.raises(SystemExit, match="more than the points possible"):
+        grade_all.check_results(results(over), questions, "ps1_measures", tmp_path)
 
 
 def test_feedback_names_the_errors_the_students_code_raised(tmp_path):

@@ -671,7 +671,14 @@ def test_handouts_print_one_pdf_per_lesson_and_lab(site, tmp_path):
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     readme = (out / "README.md").read_text()  # which PDF is for whom, in the folder itself
-    for name in ("syllabus.pdf", "chain_of_results.pdf", "quizzes.pdf", "reading/", "instructor/"):
+    for name in (
+        "syllabus.pdf",
+        "chain_of_results.pdf",
+        "quizzes.pdf",
+        "reading/",
+        "instructor/",
+        "term_checklist.pdf",
+    ):
         assert f"`{name}`" in readme, f"the handouts' README.md does not say what {name} is"
     syllabus = (out / "syllabus.pdf").read_bytes()  # the students' one-page course outline, first
     assert len(re.findall(rb"/Type\s*/Page[^s]", syllabus)) == 1, "syllabus.pdf: one page expected"
@@ -682,6 +689,9 @@ def test_handouts_print_one_pdf_per_lesson_and_lab(site, tmp_path):
     sheets = (out / "instructor" / "run_sheets.pdf").read_bytes()
     pages = len(re.findall(rb"/Type\s*/Page[^s]", sheets))
     assert pages == 3, f"instructor/run_sheets.pdf: {pages} pages; one per session (3) expected"
+    checklist = (out / "instructor" / "term_checklist.pdf").read_bytes()  # the term, to tick
+    pages = len(re.findall(rb"/Type\s*/Page[^s]", checklist))
+    assert pages == 1, f"instructor/term_checklist.pdf: {pages} pages; one expected"
     for md in [*lessons(ROOT), *labs(ROOT)]:  # a handout per lesson, and per lab beside it
         pdf = (out / f"{page_name(md)}.pdf").read_bytes()
         pages = len(re.findall(rb"/Type\s*/Page[^s]", pdf))

@@ -27,6 +27,7 @@ GONE = {
     "instructor-problem-sets",
     "sets-for-grades",
     "run-sheets",
+    "term-checklist",
     "adapting-sets",
 }
 

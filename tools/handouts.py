@@ -12,8 +12,8 @@ lesson again without its code (a reading handout), with headless Chromium (no Te
 ``make handouts`` runs this after building the site when there is none (``make book``). The syllabus
 (``book/syllabus.md``, one page for students) prints to ``syllabus.pdf``; the chain of
 results (``book/chain_of_results.md``, the course's one-page summary) prints to ``chain_of_results.pdf``,
-a lesson's handout to ``NN_name.pdf``, its lab's to ``labs/NN_name.pdf``; the run sheets, for the lecturer
-alone, to ``instructor/run_sheets.pdf``, so that the rest of the folder can go to students as it is. A lesson's reading handout
+a lesson's handout to ``NN_name.pdf``, its lab's to ``labs/NN_name.pdf``; the term's checklist and the
+run sheets, for the lecturer alone, to ``instructor/term_checklist.pdf`` and ``instructor/run_sheets.pdf``, so that the rest of the folder can go to students as it is. A lesson's reading handout
 (``reading/NN_name``, to read before its session) prints to ``reading/NN_name.pdf``: the same page
 printed the same way, but without the input of any code cell (``READING_CSS``, for the page's root
 marked ``softlin-reading``); what the cells print stays: text, tables, figures with their captions, the
@@ -454,9 +454,9 @@ def blank_fractions(pdf: Path, dpi: int = 40) -> list[float]:
 #: Pages printed before the lessons: the syllabus (one page, for students), the course's summary
 #: sheet, the lecturer's run sheets (one page per session) and the quiz sheet (the quizzes without
 #: their explanations or key).
-SUMMARY_PAGES = ("syllabus", "chain_of_results", "run_sheets", "quizzes")
+SUMMARY_PAGES = ("syllabus", "chain_of_results", "term_checklist", "run_sheets", "quizzes")
 # Printed into their own folder, ``instructor/``, apart from what students get
-FOR_INSTRUCTORS = ("run_sheets",)
+FOR_INSTRUCTORS = ("term_checklist", "run_sheets")
 INSTRUCTOR = "instructor"
 
 
@@ -491,7 +491,8 @@ README = """# Handouts (A4 PDFs, printed from the built site)
   without solutions; `labs/`: the labs the same way.
 - `reading/`: each lesson without its code cells' input (figures and printed results kept), the
   lighter reading handout to print before a session.
-- `instructor/`: the run sheets, one page per session, for the lecturer only.
+- `instructor/`: for the lecturer only: the term on one page (`term_checklist.pdf`), and the run
+  sheets, one page per session.
 """
 
 

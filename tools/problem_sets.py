@@ -865,7 +865,7 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "`--grade --csv` below; the questions come from NAME/questions.json); running again (a "
         "late submission, or `--reuse` after marking) merges into it, keeping the other rows and "
         "every hand mark you entered;",
-        "   - `graded/feedback/FILE.md` per student, to return: per question, the points, the "
+        "   - `graded/feedback/NAME/FILE.md` per student, to return: per question, the points, the "
         "messages of the failed public checks (those the student can run with `grader.check`) and "
         "only how many hidden checks failed, with no hidden test's message, input or expected value; "
         "the errors the student's code raised in its checks (a `NameError` when a cell stopped "
@@ -884,7 +884,9 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "text quotes the hidden tests.",
         "4. Grade the questions graded by hand with each set's rubric.md, or for completion (the "
         "default grading): `--completion` enters, where a hand mark is still empty, the question's "
-        "full points when the student wrote an answer and 0 otherwise, for you to read over; for "
+        "full points when the student wrote an answer and 0 otherwise, for you to read over (an "
+        "answer of under 25 words with no formula and no code gets no mark: it is named, for you "
+        "to mark); for "
         "set 3 add `--except-question q5`, the report, which its rubric marks.",
         "5. The course grades, by the default scheme (sets 30 %, the report 40 %, the two ten-minute "
         "checks 30 %): grade the three sets into the same folder (`graded/`, the default `--out`), "
@@ -892,7 +894,10 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "`python final_grades.py graded/`. The first run writes `graded/checks.csv`, a row per "
         "student, for the checks' marks (0 to 4 each); fill it in and run again: it writes "
         "`graded/course-grades.csv` (each part's points and percentage, and the course grade) and "
-        "names every student whose grade still misses a mark.",
+        "names every student whose grade still misses a mark. Part-way through the term, "
+        "`python final_grades.py graded/ --interim` writes `graded/interim-grades.csv`: the grade on "
+        "the parts marked so far, each at its weight, and the share of the grade they make up "
+        "(`counted_percent`).",
         "",
         "student-versions.zip holds the three student notebooks and the softlin wheel: a set opened in "
         "the folder where the zip was unpacked installs softlin from that wheel, without GitHub (otter "
@@ -920,7 +925,9 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "that changes one input, and how to score them), for the instructor: keep it, like the rubrics, "
         "from students.",
         *written_check_lines(out, variant),
-        "The solution notebook to grade or to hand out after the deadline is NAME/autograder/NAME.ipynb; "
+        "The solution notebook, to grade (it gets full marks), is NAME/autograder/NAME.ipynb; keep it "
+        "from students: its metadata carries the hidden tests (and set 3's, the report's rubric): "
+        "go over the model answers in class instead, or share rubric.md's model answers you choose; "
         "masters/ holds the sources `otter assign` reads (tests and solutions in raw cells), not "
         "notebooks to grade.",
         "Each autograder.zip is also otter's Gradescope autograder (a Programming Assignment's autograder "
