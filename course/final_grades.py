@@ -15,8 +15,8 @@ folder of submissions into the same ``--out`` folder, ``graded/`` by default), w
 and ``FOLDER/checks.csv``, the marks of the two ten-minute checks: columns ``student``, ``check1`` and
 ``check2``, 0 to 4 each (``written_check.py --seed SEED --set N`` writes their sheets and keys). Where
 ``checks.csv`` is missing it is written with a row per student and empty marks, to fill in, and the
-script stops. A student is the name of their notebook without ``.ipynb``: keep each student's file
-name the same in every set (``alice.ipynb``).
+script stops. A student is the name of their notebook without ``.ipynb``, in lower case: keep each
+student's file name the same in every set (their student ID, ``12345678.ipynb``).
 
 **The scheme** (:data:`WEIGHTS`), each part on its own:
 
@@ -103,7 +103,7 @@ def read_gradebook(path: Path) -> dict[str, dict]:
             )
         rows = {}
         for row in reader:
-            student = Path(row["file"]).stem
+            student = Path(row["file"]).stem.lower()  # Dave.ipynb and dave.ipynb: one student
             if student in rows:
                 raise SystemExit(f"final_grades: {path} has two rows for {student!r}")
             rows[student] = row
@@ -119,7 +119,7 @@ def read_checks(path: Path) -> dict[str, dict]:
             raise SystemExit(
                 f"final_grades: {path} has the columns {reader.fieldnames}, expected {needed}"
             )
-        return {row["student"].strip(): row for row in reader if row["student"].strip()}
+        return {row["student"].strip().lower(): row for row in reader if row["student"].strip()}
 
 
 def possible(gradebooks: dict[str, dict[str, dict]]) -> dict[str, float]:

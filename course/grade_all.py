@@ -806,15 +806,17 @@ def main(argv: list[str] | None = None) -> int:
         )
     merged = " (merged: earlier rows and hand marks kept)" if existed else ""
     print(f"grade_all: {gradebook}{merged} and {args.out / 'feedback' / args.name}/")
-    partial = [
+    manual = [q["name"] for q in questions if q["manual"]]
+    started = any(r[q].strip() for r in book.values() for q in manual)  # marking has begun
+    unmarked = [
         r["file"]
         for r in book.values()
-        if any(r[q["name"]].strip() for q in questions if q["manual"])
-        and not r["manual_awarded"]
+        if any(not r[q].strip() for q in manual)
+        and not r["manual_awarded"].strip()  # a typed sum stands for the marks
         and r["file"] not in out_of_range
     ]
-    if partial:
-        print(f"grade_all: hand marks still missing for {partial}", file=sys.stderr)
+    if started and unmarked:
+        print(f"grade_all: hand marks still missing for {unmarked}", file=sys.stderr)
     if skipped or out_of_range:
         if not skipped:
             return 1

@@ -331,3 +331,16 @@ def test_completion_marks_give_full_points_to_a_written_answer_only(tmp_path, qu
     row = grade_all.merge_gradebook(book, qs, [("zoe.ipynb", auto)], {"zoe.ipynb": marks})[0]
     assert row["q3a"] == "1" and row["q2a"] == marks["q2a"] and row["q3b"] == "0", row
     assert row["q5"] == "" and row["total_awarded"] == "", "the report is left for its rubric"
+
+
+def test_a_student_is_one_name_whatever_its_case(tmp_path, questions, capsys):
+    # Dave.ipynb in set 1, dave.ipynb in sets 2 and 3, DAVE in checks.csv: one student, nothing
+    # counted 0, and the grade of full marks everywhere
+    for name, qs in questions.items():
+        _gradebook(tmp_path, name, qs, {"Dave" if name == "ps1_measures" else "dave": _full(qs)})
+    _checks(tmp_path, [["DAVE", 4, 4]])
+    status = final_grades.main([str(tmp_path)])
+    err = capsys.readouterr().err
+    assert status == 0 and "counted 0" not in err, err
+    got = _grades(tmp_path / "course-grades.csv")
+    assert list(got) == ["dave"] and got["dave"]["course_percent"] == "100.0", got
