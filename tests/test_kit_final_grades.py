@@ -89,18 +89,19 @@ def test_the_weights_are_the_default_scheme_s():
     assert "report" in rows[1] and "check" in rows[2], rows
 
 
-def test_course_grades_follow_the_scheme(tmp_path, questions, capsys):
-    # alice: everything; bob: half of every set's points, report 3, checks 2 and 4;
-    # carol: set 2 not handed in, full marks elsewhere, report 6, checks 4 and 0
+def _class_of_three(folder: Path, questions: dict[str, list[dict]]) -> None:
+    """Three students, every mark in. alice: everything; bob: half of every set's points, report 3,
+    checks 2 and 4; carol: set 2 not handed in, full marks elsewhere, report 6, checks 4 and 0."""
     for name, qs in questions.items():
         marks = {"alice": _full(qs), "bob": _full(qs, 0.5)}
         if name != "ps2_concentration":
             marks["carol"] = _full(qs)
-        _gradebook(tmp_path, name, qs, marks)
-    with (tmp_path / "checks.csv").open("w", newline="") as handle:
-        csv.writer(handle).writerows(
-            [["student", "check1", "check2"], ["alice", 4, 4], ["bob", 2, 4], ["carol", 4, 0]]
-        )
+        _gradebook(folder, name, qs, marks)
+    _checks(folder, [["alice", 4, 4], ["bob", 2, 4], ["carol", 4, 0]])
+
+
+def test_course_grades_follow_the_scheme(tmp_path, questions, capsys):
+    _class_of_three(tmp_path, questions)
     status = final_grades.main([str(tmp_path)])
     err = capsys.readouterr().err
     assert status == 0, err
@@ -200,12 +201,7 @@ def test_interim_grades_count_only_what_is_in(tmp_path, questions, capsys):
 
 
 def test_interim_grades_with_every_part_in_are_the_final_grades(tmp_path, questions, capsys):
-    for name, qs in questions.items():
-        marks = {"alice": _full(qs), "bob": _full(qs, 0.5)}
-        if name != "ps2_concentration":
-            marks["carol"] = _full(qs)
-        _gradebook(tmp_path, name, qs, marks)
-    _checks(tmp_path, [["alice", 4, 4], ["bob", 2, 4], ["carol", 4, 0]])
+    _class_of_three(tmp_path, questions)
     assert final_grades.main([str(tmp_path)]) == 0, capsys.readouterr().err
     assert final_grades.main([str(tmp_path), "--interim"]) == 0, capsys.readouterr().err
     final = _grades(tmp_path / "course-grades.csv")
