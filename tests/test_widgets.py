@@ -7,6 +7,7 @@ tests/test_explorer_page.py on a small page of its own, and on every chapter in 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
 import json
 import math
@@ -31,6 +32,7 @@ from ipywidgets import (
 )
 from PIL import Image
 from softlin.book import widgets
+from softlin.book.exercises import KEYS
 
 pytestmark = pytest.mark.unit  # the library's unit tests: `make check` runs them
 
@@ -375,8 +377,15 @@ def test_a_check_cell_with_no_answer_hands_the_box_a_hash_not_the_key(monkeypatc
     assert box["label"] == "ex-ch4-gronwall" and box["size"] == "1", box
     assert "198" not in str(box) and "199" not in str(box), box  # the key is 0.19865...
     assert _box_accepts(box, 0.199) and not _box_accepts(box, 0.201)
+    sigma_key = KEYS["ex-ch3-sigma"]  # a function key whose exercise named no value: no box
+    monkeypatch.setitem(KEYS, "ex-ch3-sigma", dataclasses.replace(sigma_key, site_at=None))
     assert widgets.answer_check("ex-ch3-sigma", None) == False
     assert shown.pop() is None
+    monkeypatch.setitem(KEYS, "ex-ch3-sigma", sigma_key)
+    assert widgets.answer_check("ex-ch3-sigma", None) == False  # -1 / (2 sigma^2 u^2): -0.617
+    box = shown.pop()
+    assert box["what"] == "the exponent at \u03c3 = 1.5, u = 0.6" and "617" not in str(box), box
+    assert _box_accepts(box, -0.617) and not _box_accepts(box, -0.619)
     assert widgets.answer_check("ex-ch3-constant", None) == False  # C(u); the site asks for C(0.5)
     box = shown.pop()
     c_half = 3 / math.sqrt(2)  # (1 - 2u^2)^(-1/2) + u^2 (1 - 2u^2)^(-3/2) at u = 0.5, by hand

@@ -106,6 +106,8 @@ def _ch1_query_key(*, mu, z, U2, V2):
         (torch.tensor([0.1, 5.0], dtype=torch.float64),),
     ],
     hint="Hint: the MGF of a mixture is the mixture of the MGFs; take the log's slope.",
+    site_at=(torch.tensor([1.0], dtype=torch.float64),),
+    site_what="T[μ](1), the limit at the query z = 1",
 )
 def _ch2_mixture(q):
     one = torch.eye(1)
@@ -165,6 +167,8 @@ def _ch3_constant(u):
     digits=3,
     inputs=[(1.5, 0.6), (2.0, 0.5), (1.0, 1.5), (3.0, 0.4)],
     hint="Hint: the tokens enter only through the scores x_i (sigma u) z.",
+    site_at=(1.5, 0.6),
+    site_what="the exponent at σ = 1.5, u = 0.6",
 )
 def _ch3_sigma(sigma, u):
     return float(cc.heuristic_rate_exponent(sigma * u))
@@ -175,6 +179,8 @@ def _ch3_sigma(sigma, u):
     digits=3,
     inputs=[(0.0,), (0.5,), (1.0,), (2.5,)],
     hint="Hint: the tilted law puts mass e^(±a) / (2 cosh a) on ±1.",
+    site_at=(1.0,),
+    site_what="the constant at the tilt a = 1",
 )
 def _ch3_bounded(a):
     """e^{Lambda(2a) - 2 Lambda(a)} (Var_{2a} + (m_{2a} - m_a)^2) for Rademacher tokens."""
@@ -228,6 +234,8 @@ def _ch5_linear(*, Sigma):
     digits=3,
     inputs=[(5,), (8,), (16,)],
     hint="Hint: with u = |x_q|^2 / b*^2, C = b*^2 E[e^u (d + u)] / 2.",
+    site_at=(8,),
+    site_what="C⋆ at d = 8",
 )
 def _ch5_tail(dim):
     eye = torch.eye(dim, dtype=torch.float64)
@@ -279,6 +287,8 @@ def _ch6_match():
     digits=3,
     inputs=[(0.3,), (1.0,), (2.5,)],
     hint="Hint: on {-1, 1}, tanh(u x) is a multiple of x.",
+    site_at=(1.0,),
+    site_what="b(1)",
 )
 def _ch7_lookup(u, *, scale_profile):
     return scale_profile("Rademacher", [u])[0][0]
