@@ -80,6 +80,20 @@ def test_one_problem_set_per_session_with_points_and_rubrics():
 WORDS = {"Ten": 10, "Eleven": 11, "Twelve": 12, "Thirteen": 13, "Fourteen": 14, "Fifteen": 15}
 
 
+def test_otter_s_kernels_talk_over_ipc_and_the_default_comes_back():
+    """``otter assign`` starts its own kernels; inside :func:`problem_sets.local_kernels` they use IPC, so
+    that ipykernel does not warn of unencrypted TCP while a lecturer builds a variant."""
+    import zmq
+    from jupyter_client import KernelManager
+
+    if not zmq.has("ipc"):
+        pytest.skip("ZeroMQ has no IPC transport here (Windows)")
+    assert KernelManager().transport == "tcp"
+    with problem_sets.local_kernels():
+        assert KernelManager().transport == "ipc"
+    assert KernelManager().transport == "tcp", "local_kernels left jupyter_client's default changed"
+
+
 def test_the_points_are_stated_alike_everywhere():
     """A set's total and autograded points, as its questions declare them, are the ones its opening
     paragraph states, and the total is the one book/instructor.md quotes in the plan and in its short
@@ -405,7 +419,11 @@ def test_the_site_gets_the_student_versions_and_nothing_else(tmp_path):
         f"<main>{div}<p>filled by the build</p></div></main>"
     )
     files = problem_sets.publish(html)
-    assert [f.name for f in files] == [*(f"{name}.ipynb" for name in SETS), "student-versions.zip"]
+    wheel = [f.name for f in files if f.suffix == ".whl"]
+    assert len(wheel) == 1 and wheel[0].startswith("softlin-"), files
+    assert sorted(f.name for f in files) == sorted(
+        [*(f"{name}.ipynb" for name in SETS), "student-versions.zip", *wheel]
+    )
     page = (html / "book" / "instructor.html").read_text()
     assert "filled by the build" not in page and "student-versions.zip" in page
     for name in SETS:
@@ -420,7 +438,8 @@ def test_the_site_gets_the_student_versions_and_nothing_else(tmp_path):
         ):
             assert secret not in text, (name, secret)
     with zipfile.ZipFile(html / "problem-sets" / "student-versions.zip") as z:
-        assert sorted(z.namelist()) == [f"{name}.ipynb" for name in SETS]
+        assert sorted(z.namelist()) == sorted([f"{name}.ipynb" for name in SETS] + wheel)
+    assert f'href="../problem-sets/{wheel[0]}"' in page
 
 
 def test_otter_grader_is_pinned():

@@ -680,6 +680,21 @@ def test_handouts_print_one_pdf_per_lesson_and_lab(site, tmp_path):
         "term_checklist.pdf",
     ):
         assert f"`{name}`" in readme, f"the handouts' README.md does not say what {name} is"
+    for name in ("syllabus.md", "syllabus.html", "slides/"):
+        assert f"`{name}`" in readme, f"the handouts' README.md does not say what {name} is"
+    # the syllabus to edit: the page's text without the site's label and print style, and as a
+    # document that a word processor opens, its tables kept
+    editable = (out / "syllabus.md").read_text()
+    assert "<style>" not in editable and "(syllabus)=" not in editable, editable[:300]
+    assert "## Assessment" in editable and "| part | weight |" in editable, editable[:300]
+    document = (out / "syllabus.html").read_text()
+    assert document.count("<table>") == editable.count("|---"), "syllabus.html lost a table"
+    assert "<h2>Assessment</h2>" in document and "{doc}" not in document
+    for md in lessons(ROOT):  # each lesson's deck printed one slide a page
+        deck = (site["html"] / "slides" / f"{page_name(md)}.html").read_text()
+        pdf = (out / "slides" / f"{page_name(md)}.pdf").read_bytes()
+        pages, slides = len(re.findall(rb"/Type\s*/Page[^s]", pdf)), deck.count("<section")
+        assert pages == slides >= 4, f"slides/{page_name(md)}.pdf: {pages} pages, {slides} slides"
     syllabus = (out / "syllabus.pdf").read_bytes()  # the students' one-page course outline, first
     assert len(re.findall(rb"/Type\s*/Page[^s]", syllabus)) == 1, "syllabus.pdf: one page expected"
     chain = (out / "chain_of_results.pdf").read_bytes()  # the course's summary sheet

@@ -86,6 +86,12 @@ def test_every_lesson_has_its_lab_beside_it_in_the_student_folder(student_folder
         if lab_of(lesson).exists():
             assert page_name(lab_of(lesson)) in written
     assert student_folder.with_suffix(".zip").is_file()
+    # the folder says how to run a copy and where its links go, in the zip too
+    readme = (student_folder / "README.md").read_text()
+    for needed in ("Colab", "softlin-*.whl", "labs/", cn.Converter(ROOT).student_site):
+        assert needed in readme, f"the students' README.md does not mention {needed}"
+    with zipfile.ZipFile(student_folder.with_suffix(".zip")) as zf:
+        assert "README.md" in zf.namelist()
 
 
 # The setup cell run as a notebook runs it (IPython, ``%pip`` expanded), in the working directory the
@@ -274,6 +280,7 @@ def test_copies_link_to_the_student_edition_where_it_is_hosted(tmp_path, capsys)
     public = cn.site_url(cn.Converter(ROOT).config)
     assert f"{site}/book/" in text, "no link to the hosted student edition"
     assert public not in text, f"a link to the public book ({public}) is left"
+    assert f"go to {site}/." in (out / "README.md").read_text(), "the README names another site"
     with pytest.raises(SystemExit):
         main(["--out", str(out), "--site", "example.edu", "01_measure_view"])
     capsys.readouterr()

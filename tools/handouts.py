@@ -6,6 +6,7 @@ lesson again without its code (a reading handout), with headless Chromium (no Te
     python tools/handouts.py reading/03_concentration  # lesson 3's reading handout alone
     python tools/handouts.py chain_of_results # the chain of results alone (two pages)
     python tools/handouts.py run_sheets       # the run sheets alone (a page per session), in instructor/
+    python tools/handouts.py slides           # each lesson's deck, one slide a page, in slides/
     python tools/handouts.py 05_icl_linear_regression labs/05_icl_linear_regression --measure
     python tools/handouts.py 03_concentration --site _build/stage/_build/html --out /tmp/h
 
@@ -38,6 +39,11 @@ a page (the last apart) is more than ``MAX_BLANK`` blank, the block kept whole t
 that room, never below ``MIN_SCALE`` of its height (a caption keeps its size), and the page printed
 again; a block that still does not move up gets its size back. Figures are kept whole with their
 captions, headings with what follows them; code and printed output may continue on the next page.
+
+Beside the PDFs: the syllabus to edit (``syllabus.md``, its source without the site's label and print
+style, and ``syllabus.html``, the same rendered with markdown-it: Word, LibreOffice and Google Docs open
+it as a document to edit), and each lesson's slide deck printed one slide a page (``slides/NN_name.pdf``,
+reveal.js's ``?print-pdf`` view, every fragment shown; the page name ``slides`` prints them alone).
 
 ``--measure`` renders each PDF's pages as images (``pdftoppm`` of poppler-utils) and prints the blank
 fraction at the bottom of every page (:func:`blank_fractions`).
@@ -481,16 +487,87 @@ def reading_pages(root: Path = ROOT) -> list[str]:
     return [page_name(md) for md in notebook_chapters(root) if is_lesson(md)]
 
 
+SLIDES = "slides"
+SYLLABUS_CSS = (
+    "body { font-family: Calibri, Arial, sans-serif; font-size: 11pt; max-width: 46em; }"
+    " table { border-collapse: collapse; } td, th { border: 1px solid #999; padding: 2px 6px; }"
+)
+
+
+def editable_syllabus(root: Path, out: Path) -> list[Path]:
+    """Write the syllabus for the lecturer to edit: ``out/syllabus.md``, ``book/syllabus.md`` without the
+    page's MyST label and its ``<style>`` block (the print layout of the site), and ``out/syllabus.html``,
+    that Markdown rendered by markdown-it (tables on) as a plain document. Return both paths."""
+    from markdown_it import MarkdownIt
+
+    text = (root / "book" / "syllabus.md").read_text()
+    text = re.sub(r"^\(syllabus\)=\n", "", text)
+    text = re.sub(r"<style>.*?</style>\n+", "", text, flags=re.S)
+    role = re.search(r"\{[a-z:]+\}`", text)
+    if role:
+        raise ValueError(
+            f"book/syllabus.md uses the MyST role {role[0]}: the editable copy would show it raw"
+        )
+    md = out / "syllabus.md"
+    md.write_text(text)
+    body = MarkdownIt("commonmark").enable("table").render(text)
+    page = out / "syllabus.html"
+    page.write_text(
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Syllabus</title>'
+        f"<style>{SYLLABUS_CSS}</style></head><body>\n{body}</body></html>\n"
+    )
+    return [md, page]
+
+
+def print_decks(site: Path, out: Path) -> list[dict]:
+    """Print each lesson's deck (``site/slides/NN_name.html``) to ``out/slides/NN_name.pdf``, one
+    slide a page with every fragment shown (reveal.js's ``?print-pdf`` view); return {pdf, seconds}
+    per deck. Exit with a message when the site has no decks (build it: ``make book``)."""
+    from playwright.sync_api import sync_playwright
+
+    decks = [
+        site / "slides" / f"{page_name(md)}.html" for md in notebook_chapters(ROOT) if is_lesson(md)
+    ]
+    missing = [d.name for d in decks if not d.exists()]
+    if missing:
+        sys.exit(f"{site / 'slides'} lacks the decks {missing}: build the site first (make book)")
+    (out / SLIDES).mkdir(parents=True, exist_ok=True)
+    written = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=chromium(),
+            args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+        )
+        context = browser.new_context(viewport={"width": 1280, "height": 720})
+        context.route(re.compile(r"^(https?|wss?)://"), lambda route: route.abort())
+        for deck in decks:
+            t0 = time.perf_counter()
+            page = context.new_page()
+            page.goto(deck.as_uri() + "?print-pdf", wait_until="load")
+            page.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=60_000)
+            page.wait_for_timeout(300)
+            target = out / SLIDES / f"{deck.stem}.pdf"
+            target.write_bytes(page.pdf(print_background=True, prefer_css_page_size=True))
+            page.close()
+            written.append({"pdf": target, "seconds": time.perf_counter() - t0})
+        browser.close()
+    return written
+
+
 #: The folder's README: which PDF is for whom (book/instructor.md, "The kit", says the same).
 README = """# Handouts (A4 PDFs, printed from the built site)
 
-- `syllabus.pdf`: one page, for students, at the first session.
+- `syllabus.pdf`: one page, for students, at the first session; `syllabus.md` and `syllabus.html`, the
+  same to edit first (your name, dates, room, weights): open the `.html` in Word, LibreOffice or
+  Google Docs, or edit the `.md`.
 - `chain_of_results.pdf`: the paper's results in a chain, two pages, for students.
 - `quizzes.pdf`: every lesson's quiz, each ending with an entry ticket to cut off.
 - `01_measure_view.pdf` ... `07_beyond_the_paper.pdf`: each lesson whole, code and figures included,
   without solutions; `labs/`: the labs the same way.
 - `reading/`: each lesson without its code cells' input (figures and printed results kept), the
   lighter reading handout to print before a session.
+- `slides/`: each lesson's deck, one slide a page (every step shown), to project without the site or
+  to annotate.
 - `instructor/`: for the lecturer only: the term on one page (`term_checklist.pdf`), and the run
   sheets, one page per session.
 """
@@ -514,10 +591,10 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     titles = handout_pages(ROOT)
     readings = [f"{READING}/{name}" for name in reading_pages(ROOT)]
-    pages = args.pages or list(titles) + readings
-    unknown = [s for s in pages if s not in titles and s not in readings]
+    pages = args.pages or list(titles) + readings + [SLIDES]
+    unknown = [s for s in pages if s not in titles and s not in readings and s != SLIDES]
     if unknown:
-        ap.error(f"unknown pages {unknown}; known: {list(titles) + readings}")
+        ap.error(f"unknown pages {unknown}; known: {list(titles) + readings + [SLIDES]}")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "README.md").write_text(README)
     site, out = args.site.resolve(), args.out.resolve()
@@ -525,6 +602,13 @@ def main(argv=None) -> int:
     read = [s.removeprefix(f"{READING}/") for s in pages if s in readings]
     printed = print_pages(site, full, out, titles) if full else []
     printed += print_pages(site, read, out, titles, reading=True) if read else []
+    if "syllabus" in full:
+        for path in editable_syllabus(ROOT, out):
+            print(f"{path}: to edit")
+    for deck in print_decks(site, out) if SLIDES in pages else []:
+        print(
+            f"{deck['pdf']}: {deck['pdf'].stat().st_size / 1e6:.2f} MB in {deck['seconds']:.1f} s"
+        )
     failed = False
     for done in printed:
         target, changes, tables = done["pdf"], done["changes"], done["tables"]

@@ -106,6 +106,7 @@ tests without Docker.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import html
 import json
 import math
@@ -769,7 +770,8 @@ def build(
     nbformat.write(nb, master)
     result = out / name
     shutil.rmtree(result, ignore_errors=True)
-    otter_assign(str(master), str(result), no_pdfs=True, no_run_tests=not run_tests)
+    with local_kernels():
+        otter_assign(str(master), str(result), no_pdfs=True, no_run_tests=not run_tests)
     student = result / "student" / f"{name}.ipynb"
     autograder = result / "autograder" / "autograder.zip"
     for stamped in (result / "autograder").glob(f"{name}-autograder_*.zip"):
@@ -783,6 +785,25 @@ def build(
     # the questions, their points and which are graded by hand, for the shipped grade_all.py's gradebook
     (result / "questions.json").write_text(json.dumps(questions(name, variant), indent=1) + "\n")
     return result
+
+
+@contextlib.contextmanager
+def local_kernels():
+    """Inside, every kernel that Jupyter starts (``otter assign`` runs each solution in one) talks to its
+    client over IPC, Unix sockets in Jupyter's private runtime folder, instead of TCP on localhost, over
+    which ipykernel warns, once per kernel, that the traffic is unencrypted (as tools/build_book.py's
+    ``LocalKernelManager``; otter builds its own executor, so the default of jupyter_client's
+    ``transport`` is set for the duration, and put back). On Windows, where ZeroMQ has no IPC, TCP stays."""
+    import zmq
+    from jupyter_client.connect import ConnectionFileMixin
+
+    trait = ConnectionFileMixin.class_traits()["transport"]
+    before = trait.default_value
+    trait.default_value = "ipc" if zmq.has("ipc") else before
+    try:
+        yield
+    finally:
+        trait.default_value = before
 
 
 def add_git(autograder: Path) -> None:
@@ -1003,7 +1024,7 @@ DOWNLOADS = re.compile(
 
 def publish(html_dir: Path) -> list[Path]:
     """Put the student versions of the sets (no solutions, no hidden tests) into the built site, in
-    ``problem-sets/`` with a zip of them, and list them on the instructor page (its
+    ``problem-sets/`` with softlin's wheel and a zip of them all, and list them on the instructor page (its
     ``<div id="problem-set-downloads">``); return the files written."""
     page = html_dir / "book" / "instructor.html"
     text = page.read_text(encoding="utf-8")
@@ -1022,10 +1043,17 @@ def publish(html_dir: Path) -> list[Path]:
                 f'<li><a href="../problem-sets/{name}.ipynb" download>Problem set {n}</a>: '
                 f"<code>{html.escape(name)}.ipynb</code>, {points_label(total)} ({auto:g} autograded)</li>"
             )
+    wheel = build_wheel(target)  # the sets' setup cell installs it from their folder, offline
     zip_students(names, target, flat=True)
     items.append(
         '<li><a href="../problem-sets/student-versions.zip" download>The three sets</a>: '
-        "<code>student-versions.zip</code></li>"
+        "<code>student-versions.zip</code>, with the <code>softlin</code> wheel that their setup "
+        "cell installs when it lies beside them (no GitHub needed; in Colab, upload it to "
+        "<em>Files</em>)</li>"
+    )
+    items.append(
+        f'<li><a href="../problem-sets/{wheel.name}" download>The wheel alone</a>: '
+        f"<code>{html.escape(wheel.name)}</code></li>"
     )
     block = (
         '<div id="problem-set-downloads" class="problem-set-downloads"><ul>'

@@ -128,6 +128,27 @@ def student_copy(
     return copy, copy.metadata["softlin"]["solutions_removed"]
 
 
+def readme(site: str) -> str:
+    """The folder's README.md: how to run a copy (Colab or Jupyter, the wheel beside it) and where its
+    links go (``site``, the student edition they were built for)."""
+    return f"""# The lessons and labs, for students
+
+Each lesson is a notebook (`01_measure_view.ipynb` ...) without solutions; `labs/` holds the labs
+beside them, a second reading. Each runs in about a minute on a CPU.
+
+- **Colab**: *File > Upload notebook*, then upload the `softlin-*.whl` of this folder (of `labs/` for a
+  lab) to the *Files* pane, and *Run all*. The first cell installs it; without it, the cell installs
+  softlin from the book's repository.
+- **Jupyter on your machine**: keep the wheel beside the notebooks, install torch's CPU build once
+  (`pip install torch --index-url https://download.pytorch.org/whl/cpu`), open a notebook, *Run All*.
+
+Each exercise ends in a cell that checks your answer (`answer = None`: put yours in its place).
+
+Links to other pages of the book go to {site}. (For the lecturer: to point them at your own copy of
+the student edition, rebuild with `make students STUDENT_SITE=https://...`.)
+"""
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -190,6 +211,8 @@ def main(argv=None) -> int:
             checks = sum("exercise-check" in c.metadata.get("tags", []) for c in nb.cells)
             shown = target.relative_to(ROOT) if target.is_relative_to(ROOT) else target
             print(f"{shown}: {removed} solution(s) removed, {checks} self-check cell(s) kept")
+        (args.out / "README.md").write_text(readme(conv.student_site))
+        zf.write(args.out / "README.md", "README.md")
         for wheel in add_wheels(args.out):
             zf.write(wheel, wheel.relative_to(args.out).as_posix())
             shown = wheel.relative_to(ROOT) if wheel.is_relative_to(ROOT) else wheel
