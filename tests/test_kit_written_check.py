@@ -195,6 +195,24 @@ def test_a_variant_s_key_shares_no_number_with_the_default_s(seed):
     assert problem_sets.parameters(seed) == problem_sets.parameters(seed)
 
 
+@pytest.mark.parametrize("seed", [54, 65, 82, 85, 114])
+def test_no_two_answers_of_one_question_coincide(seed):
+    """Gamma tokens with lam = 0.5 and a = 0.375 have T(a) = k / (lam - a) equal to the a^2
+    coefficient k / lam^3 (both 8k): these seeds drew it before the check redrew, and now draw
+    another; every answer of a question differs from the others at three significant digits."""
+    ours = written_check.numbers(written_check.key(written_check.inputs(seed)))
+    for p in ours:
+        for q in ours:
+            if p < q and p.split()[0] == q.split()[0]:
+                assert abs(ours[p] - ours[q]) > 1e-3 * max(abs(ours[p]), abs(ours[q])), (
+                    seed,
+                    p,
+                    q,
+                )
+    planted = {"ps1 T": 16.0, "ps1 coefficient": 16.0, "ps2 threshold": 0.5}
+    assert written_check.coincident(planted) == [("ps1 T", "ps1 coefficient")]
+
+
 def test_seed_7_asks_other_numbers_than_the_default(tmp_path):
     default = written_check.build(tmp_path / "default", None, pdf=False)
     variant = written_check.build(tmp_path / "variant", 7, pdf=False)

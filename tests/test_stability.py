@@ -46,20 +46,23 @@ def test_gap_terms_plus_infinite_part_is_the_conditional_risk(kind):
     x, xq = _inputs(64, 9, SIGMA3, 0)
     A = 0.4 * torch.randn(3, 3, generator=torch.Generator().manual_seed(1), dtype=F64)
     b = torch.tensor(1.3, dtype=F64)
-    u, v = st.gap_terms(A, x, xq, SIGMA3, kind=kind)
+    delta2, delta1 = st.gap_terms(A, x, xq, SIGMA3, kind=kind)
     c_inf = 0.5 * ((b * xq @ A.T @ SIGMA3 - xq) ** 2).sum(-1)  # 1/2 ||b Sigma A x_q - x_q||^2
     ref = icl.conditional_risk(A, b, x, xq, kind=kind)  # an independent implementation of c_L
-    assert torch.allclose(b * b * u - b * v + c_inf, ref, atol=1e-12)  # one identity: rounding only
+    assert torch.allclose(
+        b * b * delta2 - b * delta1 + c_inf, ref, atol=1e-12
+    )  # one identity: rounding only
 
 
 def test_batched_gap_terms_are_the_single_ones_on_shared_prompts():
     x, xq = _inputs(50, 7, SIGMA3, 2)
     As = torch.randn(4, 3, 3, generator=torch.Generator().manual_seed(3), dtype=F64)
-    u, v = st.gap_terms(As, x, xq, SIGMA3)
-    assert u.shape == v.shape == (50, 4)
+    delta2, delta1 = st.gap_terms(As, x, xq, SIGMA3)
+    assert delta2.shape == delta1.shape == (50, 4)
     for k in range(4):
-        uk, vk = st.gap_terms(As[k], x, xq, SIGMA3)
-        assert torch.allclose(u[:, k], uk, atol=1e-13) and torch.allclose(v[:, k], vk, atol=1e-13)
+        d2, d1 = st.gap_terms(As[k], x, xq, SIGMA3)
+        assert torch.allclose(delta2[:, k], d2, atol=1e-13)
+        assert torch.allclose(delta1[:, k], d1, atol=1e-13)
 
 
 @pytest.mark.parametrize("L", [5, 50])

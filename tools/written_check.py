@@ -289,7 +289,9 @@ def _check_variant(variant) -> int | None:
 
 def inputs(variant: int | None = None) -> dict:
     """The sheet's inputs: :data:`DEFAULT`, or those drawn from ``variant`` (a seed), redrawn until every
-    number of the key differs from the default key's (:func:`distinct`)."""
+    number of the key differs from the default key's (:func:`distinct`) and no two answers of one
+    set's question coincide (:func:`coincident`: Gamma tokens with ``lam = 0.5``, ``a = 0.375`` have
+    ``T(a)`` equal to its ``a^2`` coefficient, so one answer would give the other away)."""
     if _check_variant(variant) is None:
         return {q: dict(x) for q, x in DEFAULT.items()}
     sets = set_draws(random.Random(variant))  # the variant's problem set 1: its shape and its law
@@ -297,9 +299,24 @@ def inputs(variant: int | None = None) -> dict:
     default = numbers(key(DEFAULT))
     for _ in range(100):
         drawn = _draw(rng, sets["ps1_shape"], sets["ps1_law"])
-        if distinct(numbers(key(drawn)), default):
+        ours = numbers(key(drawn))
+        if distinct(ours, default) and not coincident(ours):
             return drawn
     raise SystemExit(f"written_check: variant {variant}: no draw differs from the default key")
+
+
+def coincident(ours: dict, rel: float = 1e-3) -> list[tuple[str, str]]:
+    """The pairs of answers of one set's question (names with the same ``psN`` prefix, from
+    :func:`numbers`) that agree to ``rel`` (relative; three significant digits by default), which a
+    student would write alike."""
+    names = sorted(ours)
+    return [
+        (p, q)
+        for i, p in enumerate(names)
+        for q in names[i + 1 :]
+        if p.split()[0] == q.split()[0]
+        and abs(ours[p] - ours[q]) <= rel * max(abs(ours[p]), abs(ours[q]), 1e-12)
+    ]
 
 
 def distinct(ours: dict, theirs: dict, rel: float = 1e-6) -> bool:

@@ -3,7 +3,7 @@ Section 5: ``theta = (A, b)``, ``U = diag(A, 0)``, ``V = b e_D e_D^T``, noiseles
 inputs ``x_i, x_q ~ N(0, Sigma)``. With the task integrated out a prompt contributes ``c_L = 1/2 ||b m -
 x_q||^2`` to ``R_L``, ``m`` the mean of its inputs tilted towards ``A x_q`` (softlin.attention), and on the
 same query ``c_inf = 1/2 ||b Sigma A x_q - x_q||^2`` has mean ``R_inf`` (Lemma 2.1): the control variate
-``c_L - c_inf = b^2 u - b v`` (:func:`gap_terms`, :func:`risk_gap`) has lost the query's own fluctuation.
+``c_L - c_inf = b^2 delta2 - b delta1`` (:func:`gap_terms`, :func:`risk_gap`) has lost the query's own fluctuation.
 """
 
 from __future__ import annotations
@@ -99,23 +99,25 @@ def _check_gap_terms(A, x, x_query, Sigma, *, kind="softmax"):
 
 @validated_by(_check_gap_terms)
 def gap_terms(A, x, x_query, Sigma, *, kind="softmax"):
-    """Per-prompt terms ``(u, v)`` of the risk gap: ``c_L - c_inf = b^2 u - b v`` (module docstring).
+    """Per-prompt terms ``(delta2, delta1)`` of the risk gap: ``c_L - c_inf = b^2 delta2 - b delta1``
+    (module docstring; lesson 4's delta_2 and delta_1).
 
-    ``u = 1/2 (||m||^2 - ||Sigma A x_q||^2)``, ``v = (m - Sigma A x_q) . x_q``, ``m`` the inputs' mean tilted
+    ``delta2 = 1/2 (||m||^2 - ||Sigma A x_q||^2)``, ``delta1 = (m - Sigma A x_q) . x_q``, ``m`` the inputs'
+    mean tilted
     towards ``A x_q`` (``kind="linear"``: the linear-attention mean); differentiable.
 
     ``A`` (d, d), or (K, d, d) for K matrices on the same prompts (K more tilt directions); ``x`` (n, L, d)
     and ``x_query`` (n, d) the prompts' inputs and queries; ``Sigma`` (d, d) positive definite. Returns
-    ``(u, v)``, Tensors (n,), or (n, K) for batched ``A``. TypeError or ValueError on non-tensors,
+    ``(delta2, delta1)``, Tensors (n,), or (n, K) for batched ``A``. TypeError or ValueError on non-tensors,
     mismatched shapes, dtypes or devices, a bad ``Sigma`` or ``kind``.
     """
     As = A if A.dim() == 3 else A[None]
     a = torch.einsum("kij,nj->nki", As, x_query)  # (n, K, d): tilt directions A_k x_q
     m = (tilted_mean if kind == "softmax" else linear_mean).kernel(x, a)  # (n, K, d)
     lim = a @ Sigma  # (n, K, d): the infinite-prompt mean Sigma A_k x_q (Sigma symmetric)
-    u = 0.5 * ((m * m).sum(-1) - (lim * lim).sum(-1))
-    v = ((m - lim) * x_query[:, None, :]).sum(-1)
-    return (u, v) if A.dim() == 3 else (u[:, 0], v[:, 0])
+    delta2 = 0.5 * ((m * m).sum(-1) - (lim * lim).sum(-1))
+    delta1 = ((m - lim) * x_query[:, None, :]).sum(-1)
+    return (delta2, delta1) if A.dim() == 3 else (delta2[:, 0], delta1[:, 0])
 
 
 def risk_gap(A, b, Sigma, L, *, n_prompts, generator, kind="softmax", dtype=None):
@@ -140,8 +142,8 @@ def risk_gap(A, b, Sigma, L, *, n_prompts, generator, kind="softmax", dtype=None
     parts, batches = [], _inputs(Sigma, L, n_prompts, generator, dtype, SCORES_PER_BATCH // K)
     with torch.no_grad():
         for x, xq in progress(batches, work=n_prompts * (L + 1) * Sigma.shape[0]):
-            u, v = gap_terms.kernel(As, x, xq, Sigma.to(dtype), kind=kind)
-            parts.append((bs * bs * u - bs * v).double().cpu())
+            delta2, delta1 = gap_terms.kernel(As, x, xq, Sigma.to(dtype), kind=kind)
+            parts.append((bs * bs * delta2 - bs * delta1).double().cpu())
     return mean_and_stderr(torch.cat(parts))
 
 
@@ -184,8 +186,8 @@ class EmpiricalRisk:
     @validated_by(_check_point)
     def gap(self, A, b):
         """The sample risk gap at ``(A (d, d), b scalar)``: a scalar Tensor, differentiable."""
-        u, v = gap_terms.kernel(A, self.x, self.x_query, self.Sigma, kind=self.kind)
-        return (b * b * u - b * v).mean()
+        delta2, delta1 = gap_terms.kernel(A, self.x, self.x_query, self.Sigma, kind=self.kind)
+        return (b * b * delta2 - b * delta1).mean()
 
     @validated_by(_check_point)
     def value(self, A, b):

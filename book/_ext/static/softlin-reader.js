@@ -187,7 +187,7 @@
       form.className = "softlin-answer-form";
       var label = document.createElement("label");
       // a function answer's box asks for the one value its exercise names (data-what: "C(0.5)")
-      label.textContent = (d.what ? "Your value of " + d.what + " (the function itself needs a kernel)" : "Your answer") + (size === 1 ? "" : " (" + size + " numbers, separated by commas)") + ", to " + d.digits + " significant digits: ";
+      label.textContent = (d.what ? "Your value of " + d.what + " (the function itself needs a kernel)" : "Your answer") + (size === 1 ? "" : " (" + size + " numbers, separated by commas)") + ", to " + d.digits + " significant digits" + (size === 1 ? "" : " of the largest, each rounded at that decimal") + ": ";
       var input = document.createElement("input");
       input.type = "text";
       input.inputMode = "decimal";
@@ -205,7 +205,7 @@
       form.appendChild(verdict);
       form.addEventListener("submit", function (event) {
         event.preventDefault();
-        // "(2.85, -4.61)" and "[0.542, 0.192]" as the solutions write them; a typographic minus too
+        // a vector as "(1.5, -2.5)" or "[1.5, -2.5]", the solutions' styles; a typographic minus too
         var typed = input.value.replace(/[()\[\]]/g, " ").replace(/\u2212/g, "-").trim();
         var parts = typed.split(/[\s,;]+/).filter(function (s) { return s; });
         // a fraction, "5/3" or "-1/8", is its value

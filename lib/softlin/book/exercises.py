@@ -168,7 +168,7 @@ def _ch3_constant(u):
     inputs=[(1.5, 0.6), (2.0, 0.5), (1.0, 1.5), (3.0, 0.4)],
     hint="Hint: the tokens enter only through the scores x_i (sigma u) z.",
     site_at=(1.5, 0.6),
-    site_what="the exponent at σ = 1.5, u = 0.6",
+    site_what="the exponent at sigma = 1.5, u = 0.6",
 )
 def _ch3_sigma(sigma, u):
     return float(cc.heuristic_rate_exponent(sigma * u))
