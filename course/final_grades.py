@@ -32,7 +32,9 @@ otherwise). A grade is left empty, and the student named on stderr with what is 
 mark, the report's mark or a check's mark is not in yet, or a mark lies outside its range; the exit
 status is then 1. It writes ``FOLDER/course-grades.csv`` (or ``--out``): one row per student with
 each part's points and percentage, the weights counted (``counted_percent``, 100) and the course
-grade in percent (one decimal), and prints the same table.
+grade in percent (one decimal), and prints the same table. A run that stops (a mark that is not a
+number, two rows for one student) removes the earlier output file, which would no longer match the
+marks, and says so.
 
 **Interim grades** (``--interim``), part-way through the term, count only what is in so far; the
 course grade is then over the weights counted (``counted_percent``). Left out: a set whose gradebook
@@ -267,6 +269,23 @@ def main(argv: list[str] | None = None) -> int:
     folder = args.folder
     if not folder.is_dir():
         ap.error(f"argument folder: got {str(folder)!r}, expected the folder of the gradebooks")
+    out = args.out or folder / ("interim-grades.csv" if args.interim else "course-grades.csv")
+    # an earlier output would outlive a run that stops on a bad mark, and be read as current
+    stale = out.exists()
+    out.unlink(missing_ok=True)
+    try:
+        return _grades(args, ap, folder, out)
+    except SystemExit as exc:
+        if stale:
+            note = f"final_grades: the earlier {out} was removed: it no longer matched the marks"
+            if isinstance(exc.code, str):
+                raise SystemExit(f"{exc.code}\n{note}") from None
+            print(note, file=sys.stderr)
+        raise
+
+
+def _grades(args, ap, folder: Path, out: Path) -> int:
+    """The body of :func:`main`, once ``out`` (where the grades go) is known and cleared."""
     gradebooks, absent = {}, []
     for name in SETS:
         path = folder / f"grades-{name}.csv"
@@ -319,7 +338,6 @@ def main(argv: list[str] | None = None) -> int:
             status = 1
             print(f"final_grades: {student}: no grade yet: {'; '.join(missing)}", file=sys.stderr)
         rows.append(row)
-    out = args.out or folder / ("interim-grades.csv" if args.interim else "course-grades.csv")
     with out.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=COLUMNS)
         writer.writeheader()

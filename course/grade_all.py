@@ -265,6 +265,11 @@ def read_questions(path: Path) -> list[dict]:
     return questions
 
 
+def _points(most: float) -> str:
+    """``"1 point"``, ``"0.5 points"``: the unit of an amount of points, after the amount."""
+    return f"{most:g} point" if most == 1 else f"{most:g} points"
+
+
 def gradebook_header(questions: list[dict]) -> list[str]:
     """The gradebook's columns: ``file``, one per question (in the set's order), then :data:`TOTALS`,
     then :data:`COMMENTS`."""
@@ -377,11 +382,14 @@ def add_up(row: dict, questions: list[dict]) -> dict:
     question graded by hand has one (a number); otherwise it keeps what the grader typed (a grade for
     completion, say), or stays empty. ``total_awarded`` is ``auto_awarded`` plus ``manual_awarded``
     when both are known. A row with a mark out of range (:func:`mark_problems`) gets no sum it would
-    feed: ``total_awarded`` stays empty, and so does ``manual_awarded`` unless the grader typed it.
+    feed: ``total_awarded`` stays empty, and so does ``manual_awarded`` unless the grader typed it (with
+    every question's mark in, it was their sum, and is emptied).
     Returns ``row``."""
     marks = [row.get(q["name"], "").strip() for q in questions if q["manual"]]
     if mark_problems(row, questions):
         row["total_awarded"] = ""
+        if marks and all(marks):  # the sum of these marks, from an earlier run: no longer theirs
+            row["manual_awarded"] = ""
         return row
     try:
         if marks and all(marks):
@@ -439,14 +447,16 @@ def answered(cells: list[dict]) -> bool:
     return False
 
 
-#: A written answer of fewer words than this, with no formula (``$`` or ``=``) and no code, is too thin
-#: to pass for completion unread ("I think it is linear."): see :func:`thin`.
-THIN_WORDS = 25
+#: A written answer with fewer words than this outside its formulas, no code and at most one line of
+#: formula is too thin to pass for completion unread ("I think it is linear.", a bare "r = 1"): see
+#: :func:`thin`. A sentence or two of explanation, or a derivation of two lines, passes.
+THIN_WORDS = 15
 
 
 def thin(cells: list[dict]) -> bool:
-    """Whether an :func:`answered` question's ``cells`` hold only a thin answer: no code line, and
-    Markdown of fewer than :data:`THIN_WORDS` words with no formula (no ``$``, no ``=``)."""
+    """Whether an :func:`answered` question's ``cells`` hold only a thin answer: no code line, fewer
+    than :data:`THIN_WORDS` words outside formulas (``$...$``), and at most one line with a formula (a
+    ``$`` or an ``=``): an answer with its work shown has more of one or the other."""
     text, code = [], False
     for cell in cells:
         source = "".join(cell.get("source", [])).strip()
@@ -454,8 +464,10 @@ def thin(cells: list[dict]) -> bool:
             code |= answered([cell])
         elif source != PLACEHOLDER:
             text.append(source)
-    words = " ".join(text)
-    return not code and len(words.split()) < THIN_WORDS and not any(c in words for c in "$=")
+    markdown = "\n".join(text)
+    prose = re.sub(r"\$\$.*?\$\$|\$[^$]*\$", " ", markdown, flags=re.S)
+    formula_lines = sum(any(c in line for c in "$=") for line in markdown.splitlines())
+    return not code and len(prose.split()) < THIN_WORDS and formula_lines <= 1
 
 
 def completion_marks(
@@ -550,7 +562,7 @@ def write_collated(out: Path, name: str, questions: list[dict], files: list[Path
     answers = {f.name: answers_by_hand(f) for f in files}
     written = []
     for q in (q for q in questions if q["manual"]):
-        lines = [f"# {name}, {q['name']} ({q['points']:g} points, graded by hand)", ""]
+        lines = [f"# {name}, {q['name']} ({_points(float(q['points']))}, graded by hand)", ""]
         lines += [f"Rubric: {name}/rubric.md. {len(files)} submissions.", ""]
         figures = folder / f"{name}-{q['name']}-figures"
         for file, by_q in answers.items():
@@ -590,7 +602,7 @@ def write_feedback(
     got = sum(p for p, _ in points.values())
     possible = sum(m for _, m in points.values())
     if total:
-        summary = f"Total: {total[0]} of {total[1]:g} points; autograded: {got:g} of {possible:g}."
+        summary = f"Total: {total[0]} of {_points(total[1])}; autograded: {got:g} of {possible:g}."
     elif by_hand:
         summary = f"Autograded points: {got:g} of {possible:g}; the hand marks so far are below."
     else:
@@ -632,7 +644,7 @@ def write_feedback(
         if not public and not hidden:
             continue
         p, m = points[q]
-        lines += [f"**{q}** ({p:g} of {m:g} points):", ""]
+        lines += [f"**{q}** ({p:g} of {_points(m)}):", ""]
         if errors.get(q):
             lines += ["Your code raised an error in its checks:", ""]
             lines += [f"- `{line}`" for line in errors[q]]
@@ -698,7 +710,8 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="mark each question graded by hand for completion: its full points when the student "
         "wrote an answer, 0 otherwise, where its gradebook cell is still empty (read them over); an "
-        f"answer under {THIN_WORDS} words with no formula and no code is named and left for you",
+        f"answer of under {THIN_WORDS} words, one formula line at most and no code is named and "
+        "left for you",
     )
     parser.add_argument(
         "--except-question",
@@ -764,19 +777,14 @@ def main(argv: list[str] | None = None) -> int:
             if short and any(not book[f.name][q].strip() for q in short):
                 print(
                     f"grade_all: {f.name}: answers too short to pass for completion unread (under "
-                    f"{THIN_WORDS} words, no formula, no code), left for you to mark: {short}",
+                    f"{THIN_WORDS} words, one formula line at most, no code), left for you to "
+                    f"mark: {short}",
                     file=sys.stderr,
                 )
     (args.out / "feedback" / args.name).mkdir(parents=True, exist_ok=True)
     out_of_range = {
         name: problems for name, row in book.items() if (problems := mark_problems(row, questions))
     }
-    for name, problems in out_of_range.items():
-        print(
-            f"grade_all: {name}: hand marks out of range, left out of its total and feedback until "
-            f"corrected in {gradebook}: {'; '.join(problems)}",
-            file=sys.stderr,
-        )
     for f, (points, public_failed, hidden_failed) in graded.items():
         marks = {
             q["name"]: (book[f.name][q["name"]].strip(), float(q["points"]))
@@ -798,7 +806,8 @@ def main(argv: list[str] | None = None) -> int:
             row[COMMENTS],
         )
         total = sum(p for p, _ in points.values())
-        print(f"{f.name}: {total:g} of {sum(m for _, m in points.values()):g} autograded points")
+        most = sum(m for _, m in points.values())
+        print(f"{f.name}: {total:g} of {_points(most).replace('point', 'autograded point')}")
     if args.collate:
         written = write_collated(args.out, args.name, questions, files)
         print(
@@ -817,6 +826,12 @@ def main(argv: list[str] | None = None) -> int:
     ]
     if started and unmarked:
         print(f"grade_all: hand marks still missing for {unmarked}", file=sys.stderr)
+    for name, problems in out_of_range.items():  # last, where it is read
+        print(
+            f"grade_all: {name}: hand marks out of range, left out of its total and feedback until "
+            f"corrected in {gradebook}: {'; '.join(problems)}",
+            file=sys.stderr,
+        )
     if skipped or out_of_range:
         if not skipped:
             return 1

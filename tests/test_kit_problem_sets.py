@@ -813,8 +813,9 @@ def test_grade_all_merges_the_gradebook_keeps_hand_marks_and_collates_answers(bu
     book_rows = list(csv.DictReader(gradebook.open()))
     q_manual = next(q for q in problem_sets.questions(name) if q["manual"])
     too_many = f"{q_manual['points'] * 2:g}"
+    assert book_rows[1]["file"] == "bob.ipynb" and book_rows[1]["manual_awarded"]  # their sum
     for row in book_rows:
-        if row["file"] == "carol.ipynb":
+        if row["file"] in ("carol.ipynb", "bob.ipynb"):
             row[q_manual["name"]] = too_many
     with gradebook.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(book_rows[0]))
@@ -823,9 +824,14 @@ def test_grade_all_merges_the_gradebook_keeps_hand_marks_and_collates_answers(bu
     done = run_grade_all(built, name, late, tmp_path, "--reuse", check=False)
     assert done.returncode == 1, done.stderr[-2000:]
     assert "carol.ipynb: hand marks out of range" in done.stderr, done.stderr[-2000:]
+    # named last, after the summary of the run
+    assert done.stderr.rstrip().splitlines()[-1].startswith("grade_all: carol.ipynb: hand marks")
     assert f"{q_manual['name']} = {too_many}, expected 0 to {q_manual['points']:g}" in done.stderr
     carol = {r["file"]: r for r in csv.DictReader(gradebook.open())}["carol.ipynb"]
     assert carol["total_awarded"] == "" and carol[q_manual["name"]] == too_many, carol
+    bob = {r["file"]: r for r in csv.DictReader(gradebook.open())}["bob.ipynb"]
+    # bob's sum was of his marks: with one out of range it is no longer theirs, and is emptied
+    assert bob["manual_awarded"] == bob["total_awarded"] == "", bob
     assert f"{too_many} of" not in (out / "feedback" / name / "carol.md").read_text()
     collated = (out / "by-question" / f"{name}-q1a.md").read_text()
     assert "## alice.ipynb" in collated and "Model answer" in collated  # the solution's answer

@@ -866,8 +866,36 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
     softlin = softlin_requirement(out / names[0]) if names else "softlin"
     lines += [
         "",
+        "## The commands, in this folder",
+        "",
+        "| when | command |",
+        "|---|---|",
+        "| once | `pip install torch --index-url https://download.pytorch.org/whl/cpu`, then "
+        "`pip install otter-grader==7.0.0 ipykernel scipy ./softlin-*.whl` |",
+        "| before term: does grading work? | `python grade_all.py ps1_measures "
+        "ps1_measures/autograder/ps1_measures.ipynb --out trial` (full marks) |",
+        "| a ten-minute check on set N | `python written_check.py --seed SEED --set N` (SEED: "
+        "private, eight digits, new each time) |",
+        "| after set N's deadline | `python grade_all.py NAME setN/ --collate --completion` (set 3: "
+        "add `--except-question q5`) |",
+        "| after marking by hand | `python grade_all.py NAME setN/ --reuse` (the feedback, with your "
+        "marks) |",
+        "| part-way, and at the end | `python final_grades.py graded/ --interim`; `python "
+        "final_grades.py graded/` |",
+        *(
+            ["| sets of your own numbers | `python variants/problem_sets.py --variant SEED` |"]
+            if variant is None
+            else []
+        ),
+        "",
+        "## Step by step",
+        "",
         "Grade a submission with otter alone (no Docker, no repository): it runs the same public and "
         "hidden tests.",
+        "",
+        "**Students' code runs on your machine.** Without Docker, otter runs each submitted notebook "
+        "as you, with your files in reach: grade inside a container or a virtual machine, or at "
+        "least as a user who owns nothing but the grading folder.",
         "",
         "1. Install, once, otter, a Jupyter kernel and softlin at the commit these sets were built from, "
         "from the wheel beside this file. Grading needs no GPU: on Linux, first "
@@ -906,8 +934,8 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "4. Grade the questions graded by hand with each set's rubric.md, or for completion (the "
         "default grading): `--completion` enters, where a hand mark is still empty, the question's "
         "full points when the student wrote an answer and 0 otherwise, for you to read over (an "
-        "answer of under 25 words with no formula and no code gets no mark: it is named, for you "
-        "to mark); for "
+        "answer of under 15 words, with one line of formula at most and no code, gets no mark: it is "
+        "named, for you to mark); for "
         "set 3 add `--except-question q5`, the report, which its rubric marks.",
         "5. The course grades, by the default scheme (sets 30 %, the report 40 %, the two ten-minute "
         "checks 30 %): grade the three sets into the same folder (`graded/`, the default `--out`), "

@@ -1364,9 +1364,20 @@ def _seed(text: str) -> int:
         ) from None
 
 
+#: What ``--help`` says: the usage, not the whole docstring (which speaks of the repository too).
+HELP = """Write a written check of the problem sets' derivations and its answer key (Markdown, HTML,
+and PDF where headless Chromium is found), for a seed of your own; never hand out the default's.
+
+    python written_check.py --seed SEED            # the whole check: written-check-SEED/
+    python written_check.py --seed SEED --set 1    # the ten-minute check on set 1 alone
+"""
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=HELP,
+        epilog="The top of this file says what each question asks and how its key is computed.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument(
         "--seed",
