@@ -174,7 +174,10 @@ def course_row(
             if total is not None:
                 total -= report
         if total is None:
-            missing.append(f"{name}: hand marks (total_awarded is empty)")
+            missing.append(
+                f"{name}: hand marks (total_awarded is empty: enter them, then run "
+                f"python grade_all.py {name} FOLDER --reuse, which adds them up)"
+            )
             continue
         awarded += total
         counted += top

@@ -161,7 +161,8 @@ def test_what_is_missing_is_named_and_leaves_the_grade_empty(tmp_path, questions
     err = capsys.readouterr().err
     assert status == 1
     assert "dan: no grade yet: checks.csv: check2 is 5, expected 0 to 4" in err, err
-    assert "eve: no grade yet: ps3_regression: hand marks (total_awarded is empty)" in err, err
+    assert "eve: no grade yet: ps3_regression: hand marks (total_awarded is empty" in err, err
+    assert "python grade_all.py ps3_regression FOLDER --reuse" in err, err
     with (tmp_path / "course-grades.csv").open(newline="") as handle:
         got = {r["student"]: r for r in csv.DictReader(handle)}
     assert got["dan"]["course_percent"] == "" and got["eve"]["course_percent"] == "", got

@@ -213,6 +213,30 @@ def test_no_two_answers_of_one_question_coincide(seed):
     assert written_check.coincident(planted) == [("ps1 T", "ps1 coefficient")]
 
 
+def test_no_variant_is_answered_by_the_oral_bank():
+    """Queries with sigma^2 q^2 = 1 have the standard model's threshold u = 1/sqrt(2), the bank's answer,
+    which the key scores 0 (the r48 lecturer's seed drew one in 29 of 400 seeds): over 120 seeds no
+    answer of a variant is the bank's with its inputs, nor two answers of one question alike (120
+    seeds: without the guard about 8 of them would draw the bank's threshold)."""
+    planted = dict(written_check.DEFAULT)
+    planted["ps2"] = {
+        "form": "query variance",
+        "sigma2": 2.0,
+        "q2": 0.5,
+        "u": 0.2,
+        "z": 1.0,
+        "N": 50,
+    }
+    ours = written_check.numbers(written_check.key(planted))
+    assert ours["ps2 threshold"] == pytest.approx(1 / math.sqrt(2))
+    assert written_check.repeats_bank(ours, planted) == ["ps2 threshold"]
+    for seed in range(10_000_000, 10_000_120):
+        x = written_check.inputs(seed)
+        ours = written_check.numbers(written_check.key(x))
+        assert not written_check.repeats_bank(ours, x), (seed, x)
+        assert not written_check.coincident(ours), (seed, x)
+
+
 def test_seed_7_asks_other_numbers_than_the_default(tmp_path):
     default = written_check.build(tmp_path / "default", None, pdf=False)
     variant = written_check.build(tmp_path / "variant", 7, pdf=False)

@@ -134,7 +134,7 @@ def readme(site: str) -> str:
     return f"""# The lessons and labs, for students
 
 Each lesson is a notebook (`01_measure_view.ipynb` ...) without solutions; `labs/` holds the labs
-beside them, a second reading. Each runs in about a minute on a CPU.
+beside them, a second reading. A lesson runs in about a minute on a CPU, a lab in up to a few.
 
 - **Colab**: *File > Upload notebook*, then upload the `softlin-*.whl` of this folder (of `labs/` for a
   lab) to the *Files* pane, and *Run all*. The first cell installs it; without it, the cell installs

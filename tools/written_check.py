@@ -291,7 +291,9 @@ def inputs(variant: int | None = None) -> dict:
     """The sheet's inputs: :data:`DEFAULT`, or those drawn from ``variant`` (a seed), redrawn until every
     number of the key differs from the default key's (:func:`distinct`) and no two answers of one
     set's question coincide (:func:`coincident`: Gamma tokens with ``lam = 0.5``, ``a = 0.375`` have
-    ``T(a)`` equal to its ``a^2`` coefficient, so one answer would give the other away)."""
+    ``T(a)`` equal to its ``a^2`` coefficient, so one answer would give the other away), and no answer
+    is the oral bank's answer with the bank's inputs (:func:`repeats_bank`: queries with
+    ``sigma^2 q^2 = 1`` have the standard model's threshold ``u^2 = 1/2``, which the key scores 0)."""
     if _check_variant(variant) is None:
         return {q: dict(x) for q, x in DEFAULT.items()}
     sets = set_draws(random.Random(variant))  # the variant's problem set 1: its shape and its law
@@ -300,9 +302,33 @@ def inputs(variant: int | None = None) -> dict:
     for _ in range(100):
         drawn = _draw(rng, sets["ps1_shape"], sets["ps1_law"])
         ours = numbers(key(drawn))
-        if distinct(ours, default) and not coincident(ours):
+        if distinct(ours, default) and not coincident(ours) and not repeats_bank(ours, drawn):
             return drawn
     raise SystemExit(f"written_check: variant {variant}: no draw differs from the default key")
+
+
+def bank_answers(x: dict) -> dict[str, list[float]]:
+    """The numbers that the oral bank's answers give with the bank's own inputs, by the name of the key's
+    answer they would be written for (:func:`numbers`): what a student who learnt the bank by heart
+    writes, and the key scores 0. Set 2's threshold: the standard model's ``u = 1/sqrt(2)``, and for
+    queries ``N(0, q^2)`` also the tokens' alone, ``u = 1/sqrt(2 sigma^2)``; set 3: ``Sigma = I``'s
+    ``b*^2 = sqrt(d)`` and ``d > 4``."""
+    two, three = x["ps2"], x["ps3"]
+    threshold = [1 / math.sqrt(2)]
+    if two["form"] == "query variance":
+        threshold.append(1 / math.sqrt(2 * float(two["sigma2"])))
+    d = int(three["d"]) if three["form"] == "isotropic" else int(three["d1"]) + int(three["d2"])
+    return {"ps2 threshold": threshold, "ps3 b2": [math.sqrt(d)], "ps3 d_min": [5.0]}
+
+
+def repeats_bank(ours: dict, x: dict, rel: float = 1e-3) -> list[str]:
+    """The answers of ``ours`` (the key's, :func:`numbers`, for the inputs ``x``) that agree to ``rel``
+    (three significant digits) with :func:`bank_answers`: a sheet must not be answered by the bank."""
+    return [
+        name
+        for name, values in bank_answers(x).items()
+        if name in ours and any(abs(ours[name] - v) <= rel * abs(v) for v in values)
+    ]
 
 
 def coincident(ours: dict, rel: float = 1e-3) -> list[tuple[str, str]]:
