@@ -307,6 +307,11 @@ def inputs(variant: int | None = None) -> dict:
     raise SystemExit(f"written_check: variant {variant}: no draw differs from the default key")
 
 
+def _alike(x: float, y: float, rel: float) -> bool:
+    """Whether ``x`` and ``y`` agree to ``rel``, relative to the larger of the two."""
+    return abs(x - y) <= rel * max(abs(x), abs(y), 1e-12)
+
+
 def bank_answers(x: dict) -> dict[str, list[float]]:
     """The numbers that the oral bank's answers give with the bank's own inputs, by the name of the key's
     answer they would be written for (:func:`numbers`): what a student who learnt the bank by heart
@@ -327,7 +332,7 @@ def repeats_bank(ours: dict, x: dict, rel: float = 1e-3) -> list[str]:
     return [
         name
         for name, values in bank_answers(x).items()
-        if name in ours and any(abs(ours[name] - v) <= rel * abs(v) for v in values)
+        if name in ours and any(_alike(ours[name], v, rel) for v in values)
     ]
 
 
@@ -340,8 +345,7 @@ def coincident(ours: dict, rel: float = 1e-3) -> list[tuple[str, str]]:
         (p, q)
         for i, p in enumerate(names)
         for q in names[i + 1 :]
-        if p.split()[0] == q.split()[0]
-        and abs(ours[p] - ours[q]) <= rel * max(abs(ours[p]), abs(ours[q]), 1e-12)
+        if p.split()[0] == q.split()[0] and _alike(ours[p], ours[q], rel)
     ]
 
 
@@ -349,9 +353,7 @@ def distinct(ours: dict, theirs: dict, rel: float = 1e-6) -> bool:
     """Whether every number of ``ours`` (the key's, :func:`numbers`) differs from the number of the
     same name in ``theirs`` by more than ``rel`` (relative); a form that one key has and the other not
     shares no name with it."""
-    return all(
-        abs(ours[k] - theirs[k]) > rel * max(abs(theirs[k]), 1e-12) for k in theirs if k in ours
-    )
+    return not any(_alike(ours[k], theirs[k], rel) for k in theirs if k in ours)
 
 
 # --- the key's numbers ----------------------------------------------------------------------------------
