@@ -695,6 +695,50 @@ def test_the_sets_build_and_grade_without_docker(built, tmp_path):
     print(json.dumps(report, indent=1))
 
 
+def test_each_set_has_a_solution_sheet_without_its_tests_that_earns_full_marks(built, tmp_path):
+    """NAME/solutions/NAME-solutions.ipynb (and .html), to hand to students after the deadline: every
+    model answer of the solution notebook and no test (no case's code or message, public or hidden,
+    and no otter markup); graded as a submission, it earns every autograded point, so its code is
+    the solution's."""
+    for name in SETS:
+        folder = built / name / "solutions"
+        sheet, page = folder / f"{name}-solutions.ipynb", folder / f"{name}-solutions.html"
+        assert sheet.exists() and page.exists(), f"{name}: no solution sheet in {folder}"
+        nb = json.loads(sheet.read_text())
+        text = json.dumps(nb)
+        assert "otter" not in nb["metadata"], f"{name}: the sheet's metadata keeps otter's tests"
+        for case, spec in _autograder_cases(built, name).items():
+            message = str(spec.get("failure_message") or "").strip()
+            assert not message or json.dumps(message)[1:-1] not in text, (name, case, message)
+        assert ">>> " not in text and "grader.check" not in text, f"{name}: a test in the sheet"
+        code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+        assert "otter" not in code and "SOLUTION" not in code, f"{name}: otter markup in the sheet"
+        solution = json.loads((built / name / "autograder" / f"{name}.ipynb").read_text())
+        answers = [
+            "".join(c["source"])
+            for c in solution["cells"]
+            if "otter_assign_solution_cell" in c["metadata"].get("tags", [])
+            and not "".join(c["source"]).startswith("**What a full-mark report")
+        ]
+        sources = "\n".join("".join(c["source"]) for c in nb["cells"])
+        missing = [a[:60] for a in answers if a.strip() not in sources]
+        assert answers and not missing, (name, f"model answers not in the sheet: {missing}")
+        assert "calibration" not in page.read_text(), (
+            f"{name}: the report's calibration is the graders'"
+        )
+        # graded as a submission (otter needs the set's name in the metadata), it gets full marks
+        nb["metadata"]["otter"] = {"assignment_name": name}
+        copy = tmp_path / f"{name}.ipynb"
+        copy.write_text(json.dumps(nb))
+        graded = problem_sets.grade(name, copy, built)
+        assert graded["auto"][0] == graded["auto"][1] > 0, (name, "the sheet's code", graded)
+
+
+def test_the_kit_readme_pins_the_torch_it_was_tested_with():
+    pin = re.search(r"^torch==(\S+)", (ROOT / "requirements.txt").read_text(), re.M)
+    assert pin and problem_sets.TORCH == pin.group(1), (problem_sets.TORCH, pin)
+
+
 @pytest.mark.book
 def test_grade_all_writes_a_gradebook_and_feedback_without_the_tests(built, tmp_path):
     """The kit's grade_all.py (shipped beside the sets, run from there, without the repository) grades a

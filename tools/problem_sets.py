@@ -21,6 +21,8 @@ and rubric as their solution). ``otter assign`` turns each into
   Colab kernel cannot open its own notebook);
 * ``_build/problem-sets/psN_name/autograder/``: the solution notebook (model answers and rubrics
   included) and ``autograder.zip`` with the public and the hidden tests;
+* ``_build/problem-sets/psN_name/solutions/``: the solution sheet for students, as a notebook and as
+  HTML (:func:`solution_sheet`: the answers and rubrics without the tests);
 
 **Numerical inputs and variants.** The numbers a set's computations use (the rate of the exponential
 tokens, the two-point law and its tilt, the seeds and inputs of the hidden tests, the simulation's tilt and
@@ -611,6 +613,9 @@ SOFTLIN_URL = re.compile(r'"(git\+[^"]+)"')
 #: pip finds torch's CPU build here first (a CPU-only build of about 200 MB, not PyPI's default with
 #: CUDA, several GB): grading needs no GPU. A line of the zip's requirements.txt, as pip reads it.
 CPU_TORCH_INDEX = "--extra-index-url https://download.pytorch.org/whl/cpu"
+#: The torch the kit was built and tested with (requirements.txt's pin; a test keeps them equal), which
+#: the README's install names: a later torch should do, this one is known to.
+TORCH = "2.13.0"
 AUTOGRADER_PACKAGES = (CPU_TORCH_INDEX, "torch", "scipy")
 
 
@@ -756,7 +761,8 @@ def build(
     """Run ``otter assign`` on one set; return its output folder. ``commit``: where the setup cell
     installs softlin (default: the checkout's ``HEAD``; ``""`` keeps ``@main``); ``variant``: the seed of
     the numerical inputs (default: the sources' defaults); ``run_tests=False`` skips otter's run of the
-    tests on the solution (the student version is the same; :func:`publish` uses it)."""
+    tests on the solution, and the solution sheet (the student version is the same; :func:`publish`
+    uses it)."""
     import nbformat
     from otter.assign import main as otter_assign
 
@@ -782,9 +788,94 @@ def build(
     add_git(autograder)
     add_colab_checks(student, name)
     (result / "rubric.md").write_text(rubric(name, variant))
+    if run_tests:  # the site's build (publish) wants only the student version
+        solution_sheet(result, name)
     # the questions, their points and which are graded by hand, for the shipped grade_all.py's gradebook
     (result / "questions.json").write_text(json.dumps(questions(name, variant), indent=1) + "\n")
     return result
+
+
+#: Lines of the solution notebook that mark otter's solution blocks, dropped from the solution sheet.
+SOLUTION_MARK = re.compile(r"^\s*# (BEGIN|END) SOLUTION.*\n?", re.M)
+
+
+def solution_sheet(result: Path, name: str) -> list[Path]:
+    """Write the set's solution sheet for students, to hand out after the deadline:
+    ``result/solutions/NAME-solutions.ipynb`` and ``.html``, from the solution notebook that
+    ``otter assign`` wrote (``result/autograder/NAME.ipynb``). It keeps the questions, the code that
+    answers each computation and the model answer of each question graded by hand, and drops what
+    is the grader's: the tests (public and hidden, in the notebook's metadata), the ``grader.check``
+    cells, otter's solution markers and answer cells, and the grading tool in the setup cell, which
+    still installs softlin, so that the sheet runs top to bottom in Colab or Jupyter. The HTML
+    (nbconvert's ``lab`` template, its MathJax from a CDN) is to read in a browser or post on a
+    course page. Return both paths."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    nb = nbformat.read(result / "autograder" / f"{name}.ipynb", as_version=4)
+    nb.metadata = nbformat.NotebookNode(
+        {k: v for k, v in nb.metadata.items() if k in ("kernelspec", "language_info")}
+    )
+    cells = []
+    for cell in nb.cells:
+        src = cell.source
+        tags = cell.metadata.get("tags", [])
+        if "otter_answer_cell" in tags or re.match(r"\s*grader\.check", src):
+            continue
+        if cell.cell_type == "markdown":
+            src = re.sub(r"(---\s*)?To double-check your work.*", "", src, flags=re.S)
+        if "otter_assign_solution_cell" in tags and src.startswith("**What a full-mark report"):
+            # the report's example, calibration and anchors are the graders'
+            src = (
+                "*The report is marked on the six items its question lists, 0, ½ or 1 each; your "
+                "feedback gives your marks item by item.*"
+            )
+        if cell.cell_type == "markdown" and src.startswith("**Name:**"):
+            continue
+        src = re.sub(r"<!-- (BEGIN|END) QUESTION -->\s*", "", src)
+        if cell.cell_type == "code":
+            src = SOLUTION_MARK.sub("", src)
+            src = re.sub(r"\s+# SOLUTION$", "", src, flags=re.M)
+            src = src.replace(' or importlib.util.find_spec("otter") is None', "")
+            src = src.replace(" otter-grader==7.0.0", "")
+            src = re.sub(r"^import otter\n|^grader = otter\.Notebook\(.*\)\n?", "", src, flags=re.M)
+            src = src.replace(
+                " and the grading tool where either is missing", " where it is missing"
+            )
+            src = src.replace(" where both are installed", " where it is installed")
+            src = re.sub(r" Then load the checks of this problem set\.", "", src)
+            cell.outputs, cell.execution_count = [], None
+        if not src.strip():
+            continue
+        cell.source = src.rstrip()
+        cell.metadata = nbformat.NotebookNode({})
+        cells.append(cell)
+    # the title, and the opening's first sentence (which session, which lessons): the rest of the
+    # opening is about points, checks and handing in
+    title, _, opening = cells[0].source.partition("\n")
+    session = re.match(r"\s*(.+?\.)\s", opening + " ")
+    cells[0].source = "\n".join(
+        [
+            f"{title}: solutions",
+            "",
+            *([session.group(1).replace("\n", " "), ""] if session else []),
+            "The solutions, for after the deadline: the code that answers each computation, and the "
+            "model answer and rubric of each question graded by hand. Run it top to bottom (its "
+            "first cell installs softlin where it is missing), then try the functions on inputs of "
+            "your own.",
+        ]
+    )
+    nb.cells = cells
+    if any("otter" in c.source or "SOLUTION" in c.source for c in cells if c.cell_type == "code"):
+        raise SystemExit(f"problem_sets: {name}'s solution sheet still holds otter's markup")
+    folder = result / "solutions"
+    folder.mkdir(exist_ok=True)
+    sheet = folder / f"{name}-solutions.ipynb"
+    nbformat.write(nb, sheet)
+    page = folder / f"{name}-solutions.html"
+    body, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
+    page.write_text(body)
+    return [sheet, page]
 
 
 @contextlib.contextmanager
@@ -870,7 +961,7 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "",
         "| when | command |",
         "|---|---|",
-        "| once | `pip install torch --index-url https://download.pytorch.org/whl/cpu`, then "
+        f"| once | `pip install torch=={TORCH} --index-url https://download.pytorch.org/whl/cpu`, then "
         "`pip install otter-grader==7.0.0 ipykernel scipy ./softlin-*.whl` |",
         "| before term: does grading work? | `python grade_all.py ps1_measures "
         "ps1_measures/autograder/ps1_measures.ipynb --out trial` (full marks) |",
@@ -879,7 +970,7 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "| after set N's deadline | `python grade_all.py NAME setN/ --collate --completion` (set 3: "
         "add `--except-question q5`) |",
         "| after marking by hand | `python grade_all.py NAME setN/ --reuse` (the feedback, with your "
-        "marks) |",
+        "marks); return it with the set's solution sheet, `NAME/solutions/` |",
         "| part-way, and at the end | `python final_grades.py graded/ --interim`; `python "
         "final_grades.py graded/` |",
         *(
@@ -899,9 +990,10 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "",
         "1. Install, once, otter, a Jupyter kernel and softlin at the commit these sets were built from, "
         "from the wheel beside this file. Grading needs no GPU: on Linux, first "
-        "`pip install torch --index-url https://download.pytorch.org/whl/cpu` (it avoids the multi-GB "
+        f"`pip install torch=={TORCH} --index-url https://download.pytorch.org/whl/cpu` (the torch "
+        "these sets were tested with; it avoids the multi-GB "
         "CUDA build; where that index is out of reach, `pip install` a CPU wheel of torch fetched "
-        "on a machine that reaches it, with `pip download torch --no-deps --index-url "
+        f"on a machine that reaches it, with `pip download torch=={TORCH} --no-deps --index-url "
         "https://download.pytorch.org/whl/cpu`), then `pip install otter-grader==7.0.0 ipykernel torch scipy ./softlin-*.whl` "
         "(or, with network, "
         f'`pip install otter-grader==7.0.0 ipykernel torch scipy "{softlin}"`).',
@@ -976,9 +1068,17 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "that changes one input, and how to score them), for the instructor: keep it, like the rubrics, "
         "from students.",
         *written_check_lines(out, variant),
+        "**The solution sheets, for students.** NAME/solutions/NAME-solutions.ipynb (and .html, to "
+        "read in a browser; its formulas need the network) is the set with its answers: the code of "
+        "each computation, and the model answer and rubric of each question graded by hand (set 3's "
+        "report keeps only the six items its question lists). It holds no test, public or hidden, "
+        "and runs top to bottom in Colab. Hand it out with the feedback, once the set's check is "
+        "past (the checks' follow-ups build on the sets' derivations); a variant's sheet answers that "
+        "variant, so do not reuse the variant after it.",
+        "",
         "The solution notebook, to grade (it gets full marks), is NAME/autograder/NAME.ipynb; keep it "
-        "from students: its metadata carries the hidden tests (and set 3's, the report's rubric): "
-        "go over the model answers in class instead, or share rubric.md's model answers you choose; "
+        "from students: its metadata carries the hidden tests (and set 3's, the report's rubric and "
+        "its calibration); "
         "masters/ holds the sources `otter assign` reads (tests and solutions in raw cells), not "
         "notebooks to grade.",
         "Each autograder.zip is also otter's Gradescope autograder (a Programming Assignment's autograder "
