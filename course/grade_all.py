@@ -41,6 +41,11 @@ a hand mark in the gradebook lies outside its range (:func:`mark_problems`: 1 ty
 * with ``--collate``, ``OUT/by-question/NAME-qN.md`` for each question graded by hand: every
   submission's answer to it, one after the other (:func:`write_collated`).
 
+With ``--collate`` or ``--completion`` it also names near-copies (:func:`near_copies`): a written
+answer at least :data:`ALIKE` alike the model answer of the set's rubric.md (the solutions are
+public), or another student's. They are named on stderr and in the collated file, and
+``--completion`` leaves a copy of the model answer unmarked, for the grader to read.
+
 Public and hidden are told apart by otter's own results (``results.json``): its "Public Tests" entry
 summarises the public test cases only (otter's ``summary(public_only=True)``: the checks in the student
 notebook), while each question's entry, which carries the points, lists every case, public and hidden,
@@ -495,6 +500,95 @@ def completion_marks(
     return marks
 
 
+#: A written answer is named as a near-copy when it holds this share of the model answer of the
+#: set's rubric.md (:func:`covers`; the solutions are public), or is this alike another student's
+#: (:func:`alike`). An answer written independently scores well under it (about 0.4 for a careful
+#: paraphrase of a model answer: the formulas are shared, the sentences are not); a copy with a few
+#: words changed scores above 0.9. A flag is for the grader to read, not a verdict.
+ALIKE = 0.8
+
+
+def model_answers(rubric: Path) -> dict[str, str]:
+    """Each question graded by hand's model answer, from the set's ``rubric.md`` (the paragraphs from
+    "**Model answer.**" to the question's rubric): ``{"q1a": text}``; none for a question without one
+    (set 3's report), nor where the file is missing."""
+    if not rubric.exists():
+        return {}
+    found = {}
+    for section in re.split(r"^## ", rubric.read_text(), flags=re.M)[1:]:
+        name = section.split(maxsplit=1)[0]
+        answer = re.search(r"\*\*Model answer\.\*\*(.*?)(?=^\*\*Rubric|\Z)", section, re.S | re.M)
+        if answer:
+            found[name] = answer[1].strip()
+    return found
+
+
+def _words(text: str) -> list[str]:
+    """The words and symbols of an answer, in lower case, without Markdown's emphasis."""
+    return re.findall(r"\w+|[^\s\w*_`]", text.lower())
+
+
+def alike(a: str, b: str) -> float:
+    """How alike two students' answers are, 0 to 1: difflib's ratio of their :func:`_words` (twice
+    the words they share, in order, over the words of both)."""
+    import difflib
+
+    return difflib.SequenceMatcher(None, _words(a), _words(b), autojunk=False).ratio()
+
+
+def covers(answer: str, model: str) -> float:
+    """How much of ``model`` (a model answer) ``answer`` holds, 0 to 1: the share of the model's
+    :func:`_words` that difflib matches, in order, in the answer's (a copy with words of its own
+    added still covers it all)."""
+    import difflib
+
+    theirs, ours = _words(answer), _words(model)
+    blocks = difflib.SequenceMatcher(None, theirs, ours, autojunk=False).get_matching_blocks()
+    return sum(b.size for b in blocks) / max(len(ours), 1)
+
+
+def answer_text(cells: list[dict]) -> str:
+    """A student's answer to one question (:func:`answers_by_hand`'s cells) as text: its Markdown but
+    otter's placeholder, and its code."""
+    texts = ("".join(c.get("source", [])).strip() for c in cells)
+    return "\n".join(t for t in texts if t and t != PLACEHOLDER)
+
+
+def near_copies(
+    files: list[Path],
+    questions: list[dict],
+    model: dict[str, str],
+    skip: tuple[str, ...] = (),
+    threshold: float = ALIKE,
+) -> dict[str, dict[str, str]]:
+    """The answers graded by hand (but those in ``skip``) that hold the model answer (:func:`covers`)
+    or are :func:`alike` another submission's, at ``threshold`` or more: ``{file name: {question:
+    what it is alike}}``,
+    e.g. ``{"bob.ipynb": {"q1a": "the model answer (0.93)"}}``. Blank and :func:`thin` answers are
+    not compared (two "No." are not a copy)."""
+    answers = {f.name: answers_by_hand(f) for f in files}
+    found: dict[str, dict[str, str]] = {}
+    for q in (q["name"] for q in questions if q["manual"] and q["name"] not in skip):
+        texts = {
+            name: answer_text(cells)
+            for name, by_q in answers.items()
+            if answered(cells := by_q.get(q, [])) and not thin(cells)
+        }
+        for name, text in texts.items():
+            if q in model and (score := covers(text, model[q])) >= threshold:
+                found.setdefault(name, {})[q] = f"the model answer ({score:.2f})"
+        names = sorted(texts)
+        for i, one in enumerate(names):
+            for other in names[i + 1 :]:
+                if (score := alike(texts[one], texts[other])) >= threshold:
+                    for a, b in ((one, other), (other, one)):
+                        said = found.setdefault(a, {})
+                        said[q] = "; ".join(
+                            filter(None, (said.get(q), f"{b}'s answer ({score:.2f})"))
+                        )
+    return found
+
+
 def thin_answers(notebook: Path, questions: list[dict], skip: tuple[str, ...] = ()) -> list[str]:
     """The questions graded by hand (but those in ``skip``) whose answer in ``notebook`` is
     :func:`thin`: ``--completion`` leaves their marks empty and names them."""
@@ -552,11 +646,18 @@ def _figure_writer(folder: Path, stem: str):
     return save
 
 
-def write_collated(out: Path, name: str, questions: list[dict], files: list[Path]) -> list[Path]:
+def write_collated(
+    out: Path,
+    name: str,
+    questions: list[dict],
+    files: list[Path],
+    copies: dict[str, dict[str, str]] | None = None,
+) -> list[Path]:
     """``out/by-question/NAME-qN.md`` for each question graded by hand: every submission's answer to
     it, one after the other, to mark a question across the class at once, with the figures its cells
-    drew (``NAME-qN-figures/FILE-K.png``, shown in place) and the errors they raised; the files
-    written."""
+    drew (``NAME-qN-figures/FILE-K.png``, shown in place) and the errors they raised, and what an
+    answer is alike where :func:`near_copies` (``copies``) found it; the files written."""
+    copies = copies or {}
     folder = out / "by-question"
     folder.mkdir(parents=True, exist_ok=True)
     answers = {f.name: answers_by_hand(f) for f in files}
@@ -569,7 +670,10 @@ def write_collated(out: Path, name: str, questions: list[dict], files: list[Path
             save = _figure_writer(figures, Path(file).stem)
             cells = [t for t in (_cell_text(c, save) for c in by_q.get(q["name"], [])) if t]
             blank = not cells or all("_Type your answer here" in t for t in cells)
-            lines += [f"## {file}", "", "*(no answer)*" if blank else "\n\n".join(cells), ""]
+            lines += [f"## {file}", ""]
+            if q["name"] in copies.get(file, {}):
+                lines += [f"**Near-copy: alike {copies[file][q['name']]}.**", ""]
+            lines += ["*(no answer)*" if blank else "\n\n".join(cells), ""]
         path = folder / f"{name}-{q['name']}.md"
         path.write_text("\n".join(lines))
         written.append(path)
@@ -711,7 +815,8 @@ def main(argv: list[str] | None = None) -> int:
         help="mark each question graded by hand for completion: its full points when the student "
         "wrote an answer, 0 otherwise, where its gradebook cell is still empty (read them over); an "
         f"answer of under {THIN_WORDS} words, one formula line at most and no code is named and "
-        "left for you",
+        f"left for you, and so is one at least {ALIKE:g} alike the model answer (with --collate "
+        "too: near-copies, of the model answer or between students, are named)",
     )
     parser.add_argument(
         "--except-question",
@@ -770,6 +875,20 @@ def main(argv: list[str] | None = None) -> int:
         if args.completion
         else None
     )
+    copies = (
+        near_copies(
+            files,
+            questions,
+            model_answers(HERE / args.name / "rubric.md"),
+            tuple(args.except_question),
+        )
+        if args.completion or args.collate
+        else {}
+    )
+    for file, flagged in copies.items():  # a copy of the model answer is not marked unread
+        for q, what in flagged.items():
+            if prefill and what.startswith("the model answer"):
+                prefill[file].pop(q, None)
     book = {row["file"]: row for row in merge_gradebook(gradebook, questions, rows, prefill)}
     if args.completion:
         for f in files:
@@ -781,6 +900,17 @@ def main(argv: list[str] | None = None) -> int:
                     f"mark: {short}",
                     file=sys.stderr,
                 )
+    for file, flagged in sorted(copies.items()):
+        unmarked = ", left unmarked" if args.completion else ""
+        said = [
+            f"{q} alike {what}" + (unmarked if what.startswith("the model answer") else "")
+            for q, what in flagged.items()
+        ]
+        print(
+            f"grade_all: {file}: near-copies (at least {ALIKE:g} alike), for you to read: "
+            + "; ".join(said),
+            file=sys.stderr,
+        )
     (args.out / "feedback" / args.name).mkdir(parents=True, exist_ok=True)
     out_of_range = {
         name: problems for name, row in book.items() if (problems := mark_problems(row, questions))
@@ -809,7 +939,7 @@ def main(argv: list[str] | None = None) -> int:
         most = sum(m for _, m in points.values())
         print(f"{f.name}: {total:g} of {_points(most).replace('point', 'autograded point')}")
     if args.collate:
-        written = write_collated(args.out, args.name, questions, files)
+        written = write_collated(args.out, args.name, questions, files, copies)
         print(
             f"grade_all: {len(written)} files of answers by question in {args.out / 'by-question'}/"
         )

@@ -364,3 +364,58 @@ def test_a_student_is_one_name_whatever_its_case(tmp_path, questions, capsys):
     assert status == 0 and "counted 0" not in err, err
     got = _grades(tmp_path / "course-grades.csv")
     assert list(got) == ["dave"] and got["dave"]["course_percent"] == "100.0", got
+
+
+def test_near_copies_of_the_model_answer_or_between_students_are_named(tmp_path, questions):
+    """grade_all.py names near-copies (--collate, --completion): an answer that holds the model answer
+    of the set's rubric.md, words changed or added (the solutions are public), and two students'
+    answers alike; an honest paraphrase of the model answer (same formulas, own sentences) and two
+    thin answers alike ("No.") are not named. The collated file says so above the answer."""
+    grade_all = problem_sets.grade_all_module()
+    name, qs = "ps1_measures", questions["ps1_measures"]
+    rubric = tmp_path / name / "rubric.md"
+    rubric.parent.mkdir()
+    rubric.write_text(problem_sets.rubric(name))
+    model = grade_all.model_answers(rubric)
+    with_model = {q["name"] for q in qs if q["manual"]}
+    assert set(model) == with_model, (sorted(model), sorted(with_model))
+    assert grade_all.model_answers(tmp_path / "none.md") == {}
+    copied = model["q1b"].replace("so exactly", "hence precisely") + " I checked it numerically."
+    paraphrase = (
+        "Since t2 is kappa_3/2 and t3 is kappa_4/6, the laws with t2 = t3 = 0 are those whose third "
+        "and fourth cumulants vanish: zero skewness and fourth central moment 3 sigma^4. A "
+        "Gaussian's log moment generating function is quadratic, so its cumulants beyond the "
+        "second are zero."
+    )
+    shared = (
+        "Above the rate the moment generating function is infinite, so the normaliser is a sum "
+        "dominated by its largest term and the output follows the largest token, which grows with L."
+    )
+    files = [
+        _notebook(
+            tmp_path / "ann.ipynb", {"q1b": [("markdown", copied)], "q4": [("markdown", "No.")]}
+        ),
+        _notebook(
+            tmp_path / "ben.ipynb",
+            {"q1b": [("markdown", paraphrase)], "q2b": [("markdown", shared)]},
+        ),
+        _notebook(
+            tmp_path / "cy.ipynb", {"q2b": [("markdown", shared)], "q4": [("markdown", "No.")]}
+        ),
+    ]
+    assert grade_all.covers(copied, model["q1b"]) >= grade_all.ALIKE
+    assert grade_all.covers(paraphrase, model["q1b"]) < 0.6, (
+        "an honest paraphrase scores well under"
+    )
+    found = grade_all.near_copies(files, qs, model)
+    assert set(found) == {"ann.ipynb", "ben.ipynb", "cy.ipynb"}, found
+    assert list(found["ann.ipynb"]) == ["q1b"] and found["ann.ipynb"]["q1b"].startswith(
+        "the model answer ("
+    ), found
+    assert found["ben.ipynb"] == {"q2b": "cy.ipynb's answer (1.00)"}, found
+    assert found["cy.ipynb"] == {"q2b": "ben.ipynb's answer (1.00)"}, found
+    assert grade_all.near_copies(files, qs, model, skip=("q1b", "q2b")) == {}
+    written = grade_all.write_collated(tmp_path / "graded", name, qs, files, found)
+    q1b = next(p for p in written if p.stem.endswith("-q1b")).read_text()
+    ann, ben = q1b.split("## ann.ipynb")[1].split("## ben.ipynb")
+    assert "**Near-copy: alike the model answer (" in ann and "Near-copy" not in ben, q1b

@@ -793,11 +793,26 @@ def test_grade_all_writes_a_gradebook_and_feedback_without_the_tests(built, tmp_
     assert not re.search(r"checks? failed[.:]", solution) and "| 0 | 0 |" in solution, solution
     # the README and grade_all's docstring say what the feedback holds
     assert "only how many hidden checks failed" in (built / "README.md").read_text()
-    # --completion: the solution's written answers get their points, the blank copy's placeholders 0
-    run_grade_all(built, name, subs, tmp_path, "--reuse", "--completion")
+    # --completion: answers in a student's own words get their points, the blank copy's placeholders
+    # 0; the solution's are the model answers, so they are named as near-copies and left unmarked
+    own = json.loads((subs / "solution.ipynb").read_text())
+    for k, cell in enumerate(own["cells"]):
+        if "otter_assign_solution_cell" in cell["metadata"].get("tags", []):
+            cell["source"] = (
+                f"My own answer, number {k}: I wrote this from the lesson's argument, in words "
+                "that are mine, with the steps that I needed to convince myself."
+            )
+    (subs / "own.ipynb").write_text(json.dumps(own))
+    done = run_grade_all(built, name, subs, tmp_path, "--reuse", "--completion", check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
     rows = {r["file"]: r for r in csv.DictReader(shipped.open())}
-    assert float(rows["solution.ipynb"]["total_awarded"]) == total, rows["solution.ipynb"]
+    manual = [q["name"] for q in questions if q["manual"]]
+    assert float(rows["own.ipynb"]["total_awarded"]) == total, rows["own.ipynb"]
     assert float(rows["blank.ipynb"]["total_awarded"]) == 0, rows["blank.ipynb"]
+    assert [rows["solution.ipynb"][q] for q in manual] == [""] * len(manual), rows
+    copies = re.search(r"solution\.ipynb: near-copies.*", done.stderr)
+    assert copies and all(f"{q} alike the model answer" in copies[0] for q in manual), done.stderr
+    assert "own.ipynb: near-copies" not in done.stderr, done.stderr
     assert "--completion" in (built / "README.md").read_text()
 
 
@@ -879,6 +894,7 @@ def test_grade_all_merges_the_gradebook_keeps_hand_marks_and_collates_answers(bu
     assert f"{too_many} of" not in (out / "feedback" / name / "carol.md").read_text()
     collated = (out / "by-question" / f"{name}-q1a.md").read_text()
     assert "## alice.ipynb" in collated and "Model answer" in collated  # the solution's answer
+    assert "**Near-copy: alike the model answer (1.00).**" in collated.split("## bob.ipynb")[0]
     assert "## bob.ipynb" in collated and "Bob's derivation" in collated
     manual = [q["name"] for q in problem_sets.questions(name) if q["manual"]]
     assert sorted(p.stem for p in (out / "by-question").glob("*.md")) == sorted(

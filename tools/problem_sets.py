@@ -1028,7 +1028,10 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "full points when the student wrote an answer and 0 otherwise, for you to read over (an "
         "answer of under 15 words, with one line of formula at most and no code, gets no mark: it is "
         "named, for you to mark); for "
-        "set 3 add `--except-question q5`, the report, which its rubric marks.",
+        "set 3 add `--except-question q5`, the report, which its rubric marks. With `--collate` or "
+        "`--completion` it names near-copies too: an answer that holds most of the set's model "
+        "answer (the solutions are public), left unmarked, or two students' answers much alike; "
+        "each is flagged in the collated file, for you to read (a flag is not a verdict).",
         "5. The course grades, by the default scheme (sets 30 %, the report 40 %, the two ten-minute "
         "checks 30 %): grade the three sets into the same folder (`graded/`, the default `--out`), "
         "naming each student's notebook the same in every set (`alice.ipynb`), then run "
