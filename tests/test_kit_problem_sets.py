@@ -723,15 +723,44 @@ def test_each_set_has_a_solution_sheet_without_its_tests_that_earns_full_marks(b
         sources = "\n".join("".join(c["source"]) for c in nb["cells"])
         missing = [a[:60] for a in answers if a.strip() not in sources]
         assert answers and not missing, (name, f"model answers not in the sheet: {missing}")
-        assert "calibration" not in page.read_text(), (
-            f"{name}: the report's calibration is the graders'"
-        )
+        html = page.read_text()
+        assert "calibration" not in html, f"{name}: the report's calibration is the graders'"
+        assert '<script defer src="../../mathjax/startup.js"' in html, f"{name}: MathJax not local"
+        assert not re.search(r'<script src="https?://', html), f"{name}: a script from the network"
         # graded as a submission (otter needs the set's name in the metadata), it gets full marks
         nb["metadata"]["otter"] = {"assignment_name": name}
         copy = tmp_path / f"{name}.ipynb"
         copy.write_text(json.dumps(nb))
         graded = problem_sets.grade(name, copy, built)
         assert graded["auto"][0] == graded["auto"][1] > 0, (name, "the sheet's code", graded)
+
+
+@pytest.mark.browser
+def test_the_solution_sheets_typeset_their_formulas_offline(built):
+    """Each sheet's HTML loads the book's MathJax from the copy beside the sets (``mathjax/``), not a
+    CDN: in headless Chromium with every network request refused, its formulas are typeset, none in
+    error, and no ``$`` of TeX is left in its text."""
+    from conftest import CHROMIUM_ARGS, chromium_path
+    from playwright.sync_api import sync_playwright
+
+    assert (built / "mathjax" / "startup.js").exists(), "no MathJax beside the sets"
+    requests: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        context = browser.new_context()
+        context.route(re.compile(r"^(https?|wss?)://"), lambda route: route.abort())
+        page = context.new_page()
+        page.on("request", lambda r: requests.append(r.url))
+        for name in SETS:
+            page.goto((built / name / "solutions" / f"{name}-solutions.html").as_uri())
+            page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise")
+            page.evaluate("MathJax.startup.promise")
+            typeset = page.evaluate("document.querySelectorAll('mjx-container').length")
+            errors = page.evaluate("document.querySelectorAll('mjx-merror').length")
+            raw = page.evaluate(r"document.body.innerText.match(/\$[^$\n]{1,60}\$/g) || []")
+            assert typeset > 20 and not errors and not raw, (name, typeset, errors, raw[:3])
+        browser.close()
+    assert not [u for u in requests if not u.startswith("file:")], requests
 
 
 def test_the_kit_readme_pins_the_torch_it_was_tested_with():

@@ -873,9 +873,57 @@ def solution_sheet(result: Path, name: str) -> list[Path]:
     sheet = folder / f"{name}-solutions.ipynb"
     nbformat.write(nb, sheet)
     page = folder / f"{name}-solutions.html"
-    body, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
-    page.write_text(body)
+    heading = title.lstrip("# ").strip()
+    body, _ = HTMLExporter(template_name="lab").from_notebook_node(
+        nb, resources={"metadata": {"name": f"{heading}: solutions"}}
+    )
+    # no widgets here: require.js (from a CDN) is not needed
+    body = re.sub(r'<script src="https://[^"]*require(\.min)?\.js"></script>', "", body)
+    page.write_text(local_mathjax(body, "../../mathjax/startup.js"))
     return [sheet, page]
+
+
+#: Where a page whose own copy of MathJax is missing (the HTML alone, posted on a course page) takes it.
+MATHJAX_CDN = "https://cdn.jsdelivr.net/npm/mathjax@3.2.2/es5/tex-chtml.js"
+#: The book's MathJax (``tools/fetch_vendor.py``), which :func:`add_mathjax` copies beside the sets.
+MATHJAX = (ROOT / "mathjax") if IN_KIT else (ROOT / "book" / "_vendor" / "mathjax")
+
+
+def local_mathjax(page: str, startup: str) -> str:
+    """nbconvert's ``page`` with MathJax 3 from ``startup`` (a path relative to the page: the copy
+    :func:`add_mathjax` puts beside the sets, so that the formulas show offline) in place of the
+    template's MathJax 2 from a CDN; where that copy is missing, MathJax 3 comes from
+    :data:`MATHJAX_CDN`. Inline math between ``$`` signs, as the sets write it."""
+    start, end = "<!-- Load mathjax -->", "<!-- End of mathjax configuration -->"
+    if start not in page or end not in page:
+        raise SystemExit("problem_sets: nbconvert's page has no MathJax block to replace")
+    config = {
+        "loader": {"load": ["input/tex", "output/chtml"]},
+        "tex": {
+            "inlineMath": [["$", "$"], ["\\(", "\\)"]],
+            "displayMath": [["$$", "$$"], ["\\[", "\\]"]],
+            "processEscapes": True,
+        },
+    }
+    fallback = (
+        "var s = document.createElement('script'); "
+        f"s.src = '{MATHJAX_CDN}'; document.head.appendChild(s);"
+    )
+    block = (
+        f"<script>window.MathJax = {json.dumps(config)};</script>\n"
+        f'<script defer src="{startup}" onerror="{fallback}"></script>'
+    )
+    head, rest = page.split(start, 1)
+    return head + block + rest.split(end, 1)[1]
+
+
+def add_mathjax(out: Path) -> Path | None:
+    """A copy of the book's MathJax in ``out/mathjax/``, for the solution sheets' HTML (and in a built
+    kit, for a variant's); its folder, or ``None`` where there is none to copy."""
+    if not MATHJAX.is_dir() or MATHJAX.resolve() == (out / "mathjax").resolve():
+        return None
+    shutil.rmtree(out / "mathjax", ignore_errors=True)
+    return Path(shutil.copytree(MATHJAX, out / "mathjax"))
 
 
 @contextlib.contextmanager
@@ -1072,7 +1120,8 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "from students.",
         *written_check_lines(out, variant),
         "**The solution sheets, for students.** NAME/solutions/NAME-solutions.ipynb (and .html, to "
-        "read in a browser; its formulas need the network) is the set with its answers: the code of "
+        "read in a browser: its formulas are typeset by the copy of MathJax in mathjax/, or from "
+        "the network where the page travels without that folder) is the set with its answers: the code of "
         "each computation, and the model answer and rubric of each question graded by hand (set 3's "
         "report keeps only the six items its question lists). It holds no test, public or hidden, "
         "and runs top to bottom in Colab. Hand it out with the feedback, once the set's check is "
@@ -1345,6 +1394,7 @@ def main(argv=None) -> int:
         )
     wheel = build_wheel(out)
     print(f"problem_sets: {wheel.name}, for grading without the repository")
+    add_mathjax(out)  # the solution sheets' formulas, offline
     for path in add_written_check(out, args.variant):  # for the instructor; not on the site
         print(f"problem_sets: {path.name}")
     readme(known if not args.names else names, out, args.variant)
