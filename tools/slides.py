@@ -405,8 +405,8 @@ def printed_number(lesson: Lesson, spec: str) -> str:
 
 def check_lines(lesson: Lesson, spec, where: str) -> list[str]:
     """The verdict lines a slide shows: those printed that start with ``spec`` (or with one of a list of
-    starts, in the list's order), or with ``auto`` those printed by the one visible cell that calls a
-    check."""
+    starts, in the list's order), or with ``auto`` those printed by the cells that call a check (the
+    visible ones where there are any: a lesson may fold its check's code and show its verdict)."""
     if isinstance(spec, list):
         found = [line for one in spec for line in check_lines(lesson, str(one), where)]
         if len(found) > MAX_CHECK_LINES:
@@ -414,10 +414,12 @@ def check_lines(lesson: Lesson, spec, where: str) -> list[str]:
                 f"{where}: {len(found)} lines match {spec!r} (at most {MAX_CHECK_LINES} fit a slide)"
             )
         return found
-    if spec == "auto":
-        found = [line for line, visible, calls in lesson.prints if visible and calls]
+    if spec == "auto":  # the check's verdict, from a visible cell first, else a folded one
+        found = [line for line, visible, calls in lesson.prints if visible and calls] or [
+            line for line, _, calls in lesson.prints if calls
+        ]
         if not found:
-            raise OutlineError(f"{where}: `check: auto` found no visible cell that calls check_*")
+            raise OutlineError(f"{where}: `check: auto` found no cell that calls check_*")
     else:
         found = [line for line, _, _ in lesson.prints if line.startswith(str(spec))]
         if not found:
