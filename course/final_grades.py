@@ -121,7 +121,15 @@ def read_checks(path: Path) -> dict[str, dict]:
             raise SystemExit(
                 f"final_grades: {path} has the columns {reader.fieldnames}, expected {needed}"
             )
-        return {row["student"].strip().lower(): row for row in reader if row["student"].strip()}
+        rows = {}
+        for row in reader:
+            student = row["student"].strip().lower()  # Alice and alice: one student
+            if not student:
+                continue
+            if student in rows:
+                raise SystemExit(f"final_grades: {path} has two rows for {student!r}")
+            rows[student] = row
+        return rows
 
 
 def possible(gradebooks: dict[str, dict[str, dict]]) -> dict[str, float]:

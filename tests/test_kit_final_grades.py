@@ -353,6 +353,22 @@ def test_completion_marks_give_full_points_to_a_written_answer_only(tmp_path, qu
     assert row["q5"] == "" and row["total_awarded"] == "", "the report is left for its rubric"
 
 
+def test_two_rows_for_one_student_in_checks_csv_stop_the_run(tmp_path, questions, capsys):
+    """A second row for a student in checks.csv (``Alice`` beside ``alice`` too: names are one
+    student whatever their case) is refused, not read as the last row's marks, and the earlier
+    course grades are removed."""
+    _class_of_three(tmp_path, questions)
+    assert final_grades.main([str(tmp_path)]) == 0
+    for again in ("alice", "Alice"):
+        _checks(tmp_path, [["alice", 4, 4], ["bob", 2, 4], ["carol", 4, 0], [again, 1, 1]])
+        with pytest.raises(SystemExit) as stopped:
+            final_grades.main([str(tmp_path)])
+        message = str(stopped.value.code)
+        assert "checks.csv has two rows for 'alice'" in message, message
+        assert not (tmp_path / "course-grades.csv").exists(), "the stale grades are still there"
+    capsys.readouterr()
+
+
 def test_a_student_is_one_name_whatever_its_case(tmp_path, questions, capsys):
     # Dave.ipynb in set 1, dave.ipynb in sets 2 and 3, DAVE in checks.csv: one student, nothing
     # counted 0, and the grade of full marks everywhere
