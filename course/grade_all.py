@@ -39,7 +39,9 @@ a hand mark in the gradebook lies outside its range (:func:`mark_problems`: 1 ty
   and the hand marks and comments the gradebook already holds for that file. ``--reuse`` rewrites the feedback from
   the kept results, without running otter again, once the hand marks are in;
 * with ``--collate``, ``OUT/by-question/NAME-qN.md`` for each question graded by hand: every
-  submission's answer to it, one after the other (:func:`write_collated`).
+  submission's answer to it, one after the other (:func:`write_collated`), its code's outputs from a
+  rerun of the notebook (:func:`rerun`; ``--no-rerun`` keeps the saved ones), with a flag where a
+  cell raises on rerun or does not reproduce its saved output (:func:`rerun_notes`).
 
 With ``--collate`` or ``--completion`` it also names near-copies (:func:`near_copies`): a written
 answer at least :data:`ALIKE` alike the model answer of the set's rubric.md (the solutions are
@@ -63,6 +65,7 @@ import argparse
 import csv
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -411,11 +414,12 @@ BEGIN, END = "<!-- BEGIN QUESTION -->", "<!-- END QUESTION -->"
 HEADING = re.compile(r"\*\*Question (\d+[a-z]?)\b")
 
 
-def answers_by_hand(notebook: Path) -> dict[str, list[dict]]:
-    """The cells a student wrote for each question graded by hand of ``notebook``: ``{"q1a": [cell,
-    ...]}``, the cells after the question's prompt (the cell that opens with otter's ``BEGIN
-    QUESTION`` marker) up to its ``END QUESTION`` marker."""
-    cells = json.loads(notebook.read_text())["cells"]
+def answers_by_hand(notebook: Path | dict) -> dict[str, list[dict]]:
+    """The cells a student wrote for each question graded by hand of ``notebook`` (a file, or a
+    notebook already read): ``{"q1a": [cell, ...]}``, the cells after the question's prompt (the cell
+    that opens with otter's ``BEGIN QUESTION`` marker) up to its ``END QUESTION`` marker."""
+    nb = notebook if isinstance(notebook, dict) else json.loads(notebook.read_text())
+    cells = nb["cells"]
     found: dict[str, list[dict]] = {}
     current = None
     for cell in cells:
@@ -508,6 +512,10 @@ def completion_marks(
 ALIKE = 0.8
 
 
+#: An answer is compared for near-copies from this many words and symbols (:func:`_words`) on.
+COPY_MIN_WORDS = 12
+
+
 def model_answers(rubric: Path) -> dict[str, str]:
     """Each question graded by hand's model answer, from the set's ``rubric.md`` (the paragraphs from
     "**Model answer.**" to the question's rubric): ``{"q1a": text}``; none for a question without one
@@ -564,15 +572,17 @@ def near_copies(
     """The answers graded by hand (but those in ``skip``) that hold the model answer (:func:`covers`)
     or are :func:`alike` another submission's, at ``threshold`` or more: ``{file name: {question:
     what it is alike}}``,
-    e.g. ``{"bob.ipynb": {"q1a": "the model answer (0.93)"}}``. Blank and :func:`thin` answers are
-    not compared (two "No." are not a copy)."""
+    e.g. ``{"bob.ipynb": {"q1a": "the model answer (0.93)"}}``. Blank answers, and answers of fewer
+    than :data:`COPY_MIN_WORDS` words and symbols, are not compared (two "No." are not a copy); a
+    derivation in formulas is (its symbols count)."""
     answers = {f.name: answers_by_hand(f) for f in files}
     found: dict[str, dict[str, str]] = {}
     for q in (q["name"] for q in questions if q["manual"] and q["name"] not in skip):
         texts = {
             name: answer_text(cells)
             for name, by_q in answers.items()
-            if answered(cells := by_q.get(q, [])) and not thin(cells)
+            if answered(cells := by_q.get(q, []))
+            and len(_words(answer_text(cells))) >= COPY_MIN_WORDS
         }
         for name, text in texts.items():
             if q in model and (score := covers(text, model[q])) >= threshold:
@@ -603,10 +613,10 @@ def thin_answers(notebook: Path, questions: list[dict], skip: tuple[str, ...] = 
     ]
 
 
-def _cell_text(cell: dict, figure=None) -> str:
+def _cell_text(cell: dict, figure=None, ran: str = "as the student last ran it") -> str:
     """A cell as Markdown: its text, or its code with what it printed; a figure it drew is written by
     ``figure(png_bytes)``, which returns the figure's relative path (without it, "*(a figure)*"); an
-    error it raised is named."""
+    error it raised is named, with ``ran``, the run its outputs come from."""
     import base64
 
     source = "".join(cell.get("source", [])).strip()
@@ -618,7 +628,7 @@ def _cell_text(cell: dict, figure=None) -> str:
         if output.get("output_type") == "error":
             shown.append(
                 f"**This cell raised {output.get('ename', 'an error')}: "
-                f"{str(output.get('evalue', ''))[:300]}** (as the student last ran it)"
+                f"{str(output.get('evalue', ''))[:300]}** ({ran})"
             )
         elif "image/png" in output.get("data", {}):
             png = output["data"]["image/png"]
@@ -629,6 +639,110 @@ def _cell_text(cell: dict, figure=None) -> str:
         elif text:
             shown.append("```text\n" + "".join(text).strip()[:2000] + "\n```")
     return "\n\n".join(shown)
+
+
+def rerun(notebook: Path, name: str, timeout: float = TIMEOUT) -> dict:
+    """``notebook`` executed again, top to bottom, as the grader's copy: every cell run even after
+    one raises (nbclient's ``allow_errors``), each stopped after ``timeout`` seconds, in a temporary
+    folder where it is named ``NAME.ipynb`` (its setup cell loads the set's checks from it). The
+    collated answers show what the code does now (:func:`write_collated`), not only the outputs
+    saved in the submission. Returns the executed notebook; raises :class:`NotGraded` where it
+    cannot run at all (no kernel, not a notebook). The student's code runs on this machine, as
+    under otter."""
+    import tempfile
+
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    try:
+        nb = nbformat.read(notebook, as_version=4)
+    except (OSError, ValueError, KeyError, AttributeError) as exc:  # not a notebook
+        raise NotGraded(f"could not read it to rerun: {exc}") from None
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copyfile(notebook, Path(tmp) / f"{name}.ipynb")
+        for wheel in HERE.glob("softlin-*.whl"):  # a setup cell that installs finds it
+            shutil.copyfile(wheel, Path(tmp) / wheel.name)
+        client = NotebookClient(
+            nb,
+            timeout=timeout,
+            allow_errors=True,
+            kernel_name="python3",
+            resources={"metadata": {"path": tmp}},
+            kernel_manager_class=local_kernel_manager(),
+        )
+        try:
+            client.execute()
+        except (CellTimeoutError, DeadKernelError) as exc:
+            print(f"grade_all: {notebook.name}: the rerun stopped: {exc}", file=sys.stderr)
+    return json.loads(nbformat.writes(nb))
+
+
+def local_kernel_manager():
+    """A kernel manager class whose kernels talk to their client over IPC, Unix sockets in Jupyter's
+    private runtime folder, each kernel its own, instead of TCP on localhost, where ipykernel warns
+    that the traffic is unencrypted (as the book's ``tools/build_book.py``, which this script, shipped
+    alone, cannot import); on Windows, where ZeroMQ has no IPC, TCP stays."""
+    import os
+    import uuid
+
+    import zmq
+    from jupyter_client.manager import AsyncKernelManager
+    from jupyter_core.paths import jupyter_runtime_dir
+    from traitlets import default
+
+    class LocalKernelManager(AsyncKernelManager):
+        @default("transport")
+        def _default_transport(self):
+            return "ipc" if zmq.has("ipc") else "tcp"
+
+        def _ip_default(self):
+            if self.transport != "ipc":
+                return super()._ip_default()
+            os.makedirs(jupyter_runtime_dir(), exist_ok=True)
+            return os.path.join(jupyter_runtime_dir(), f"kernel-{uuid.uuid4().hex[:16]}-ipc")
+
+    return LocalKernelManager
+
+
+def _printed(cell: dict) -> str:
+    """What a code cell printed (its text outputs, whitespace normalised) and its errors' names."""
+    shown = []
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "error":
+            shown.append(f"{output.get('ename')}: {output.get('evalue')}")
+        text = output.get("text") or output.get("data", {}).get("text/plain")
+        if text:
+            shown.append("".join(text))
+    return " ".join(" ".join(shown).split())
+
+
+def rerun_notes(submitted: list[dict], again: list[dict]) -> list[str]:
+    """What the rerun of one answer's code cells (``again``, cell by cell with ``submitted``) says
+    about the outputs saved in the submission: a cell that raises now, a cell whose printed output
+    differs from the saved one, a cell that was not run before it was handed in."""
+    notes = []
+    code = [
+        (a, b) for a, b in zip(submitted, again) if a.get("cell_type") == "code" and answered([a])
+    ]
+    for k, (before, now) in enumerate(code, 1):
+        errors = [o for o in now.get("outputs", []) if o.get("output_type") == "error"]
+        saved, printed = _printed(before), _printed(now)
+        if errors:
+            e = errors[0]
+            notes.append(
+                f"code cell {k} raises {e.get('ename')} on rerun: {str(e.get('evalue'))[:200]}"
+            )
+        elif not before.get("outputs") and now.get("outputs"):
+            notes.append(
+                f"code cell {k} was not run in the submission; the output shown is the rerun's"
+            )
+        elif saved != printed:
+            notes.append(
+                f"code cell {k} prints something else on rerun than the submission saved (saved: "
+                f"{saved[:160]!r}); the output shown is the rerun's"
+            )
+    return notes
 
 
 def _figure_writer(folder: Path, stem: str):
@@ -652,12 +766,16 @@ def write_collated(
     questions: list[dict],
     files: list[Path],
     copies: dict[str, dict[str, str]] | None = None,
+    reruns: dict[str, dict] | None = None,
 ) -> list[Path]:
     """``out/by-question/NAME-qN.md`` for each question graded by hand: every submission's answer to
     it, one after the other, to mark a question across the class at once, with the figures its cells
     drew (``NAME-qN-figures/FILE-K.png``, shown in place) and the errors they raised, and what an
-    answer is alike where :func:`near_copies` (``copies``) found it; the files written."""
-    copies = copies or {}
+    answer is alike where :func:`near_copies` (``copies``) found it; the files written. With
+    ``reruns`` (file name: the notebook executed again, :func:`rerun`), a code cell shows what it
+    prints on rerun, and :func:`rerun_notes` flags a cell that raises now, or whose saved output
+    differs from the rerun's."""
+    copies, reruns = copies or {}, reruns or {}
     folder = out / "by-question"
     folder.mkdir(parents=True, exist_ok=True)
     answers = {f.name: answers_by_hand(f) for f in files}
@@ -668,11 +786,21 @@ def write_collated(
         figures = folder / f"{name}-{q['name']}-figures"
         for file, by_q in answers.items():
             save = _figure_writer(figures, Path(file).stem)
-            cells = [t for t in (_cell_text(c, save) for c in by_q.get(q["name"], [])) if t]
+            submitted, notes = by_q.get(q["name"], []), []
+            shown = [(c, "as the student last ran it") for c in submitted]
+            again = answers_by_hand(reruns[file]).get(q["name"], []) if file in reruns else []
+            if again and len(again) == len(submitted):
+                notes = rerun_notes(submitted, again)
+                shown = [
+                    (now, "on rerun") if before.get("cell_type") == "code" else (before, "")
+                    for before, now in zip(submitted, again)
+                ]
+            cells = [t for t in (_cell_text(c, save, ran) for c, ran in shown) if t]
             blank = not cells or all("_Type your answer here" in t for t in cells)
             lines += [f"## {file}", ""]
             if q["name"] in copies.get(file, {}):
                 lines += [f"**Near-copy: alike {copies[file][q['name']]}.**", ""]
+            lines += [f"**Rerun: {note}.**" for note in notes] + ([""] if notes else [])
             lines += ["*(no answer)*" if blank else "\n\n".join(cells), ""]
         path = folder / f"{name}-{q['name']}.md"
         path.write_text("\n".join(lines))
@@ -807,7 +935,13 @@ def main(argv: list[str] | None = None) -> int:
         "--collate",
         action="store_true",
         help="also write OUT/by-question/NAME-qN.md: every submission's answer to each question "
-        "graded by hand, to mark one question across the class",
+        "graded by hand, to mark one question across the class, its code's outputs from a rerun "
+        "of the notebook (flagged where they differ from the saved ones, or raise)",
+    )
+    parser.add_argument(
+        "--no-rerun",
+        action="store_true",
+        help="with --collate, show the outputs saved in each submission without running it again",
     )
     parser.add_argument(
         "--completion",
@@ -939,7 +1073,19 @@ def main(argv: list[str] | None = None) -> int:
         most = sum(m for _, m in points.values())
         print(f"{f.name}: {total:g} of {_points(most).replace('point', 'autograded point')}")
     if args.collate:
-        written = write_collated(args.out, args.name, questions, files, copies)
+        reruns = {}
+        if not args.no_rerun:
+            print(
+                f"grade_all: running {len(files)} submission(s) again for the collated answers "
+                "(--no-rerun skips it)",
+                file=sys.stderr,
+            )
+            for f in files:
+                try:
+                    reruns[f.name] = rerun(f, args.name, args.timeout)
+                except NotGraded as exc:
+                    print(f"grade_all: {f.name}: {exc}", file=sys.stderr)
+        written = write_collated(args.out, args.name, questions, files, copies, reruns)
         print(
             f"grade_all: {len(written)} files of answers by question in {args.out / 'by-question'}/"
         )

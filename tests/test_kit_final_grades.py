@@ -431,7 +431,68 @@ def test_near_copies_of_the_model_answer_or_between_students_are_named(tmp_path,
     assert found["ben.ipynb"] == {"q2b": "cy.ipynb's answer (1.00)"}, found
     assert found["cy.ipynb"] == {"q2b": "ben.ipynb's answer (1.00)"}, found
     assert grade_all.near_copies(files, qs, model, skip=("q1b", "q2b")) == {}
+    # a derivation in formulas, too short in words to pass for completion unread, is compared
+    terse = r"$t_2=\kappa_3/2=\mu_3/2$ and $t_3=\kappa_4/6=(\mu_4-3\sigma^4)/6$ by $T=\Lambda'$."
+    pair = [
+        _notebook(tmp_path / f"{who}.ipynb", {"q1a": [("markdown", terse)]})
+        for who in ("dee", "eve")
+    ]
+    assert grade_all.thin([{"cell_type": "markdown", "source": terse}])
+    assert grade_all.near_copies(pair, qs, model) == {
+        "dee.ipynb": {"q1a": "eve.ipynb's answer (1.00)"},
+        "eve.ipynb": {"q1a": "dee.ipynb's answer (1.00)"},
+    }
     written = grade_all.write_collated(tmp_path / "graded", name, qs, files, found)
     q1b = next(p for p in written if p.stem.endswith("-q1b")).read_text()
     ann, ben = q1b.split("## ann.ipynb")[1].split("## ben.ipynb")
     assert "**Near-copy: alike the model answer (" in ann and "Near-copy" not in ben, q1b
+
+
+def test_collated_code_shows_its_rerun_and_flags_saved_outputs_it_does_not_reproduce(
+    tmp_path, questions
+):
+    """--collate runs each submission again (grade_all.rerun) and shows its code cells' outputs from
+    that run: a cell that raises now (its saved output claims a result), a cell whose saved output
+    differs from what it prints, a cell never run before hand-in are flagged; a cell that reproduces
+    its saved output is not."""
+    import json
+
+    grade_all = problem_sets.grade_all_module()
+    name, qs = "ps3_regression", questions["ps3_regression"]
+    nb_path = _notebook(
+        tmp_path / "zed.ipynb",
+        {
+            "q5": [
+                ("markdown", "My report: the effective sample size at a large L, computed below."),
+                ("code", "print('ESS/L at L=1e5:', ess_of(10**5))"),
+                ("code", "print(1 + 1)"),
+                ("code", "print(2 * 2)"),
+                ("code", "print('never run')"),
+            ]
+        },
+    )
+    nb = json.loads(nb_path.read_text())
+    saved = ["ESS/L at L=1e5: 0.41 +- 0.02\n", "3\n", "4\n"]
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    for cell, text in zip(code, saved):
+        cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": text}]
+    nb_path.write_text(json.dumps(nb))
+    again = grade_all.rerun(nb_path, name, timeout=60)
+    notes = grade_all.rerun_notes(
+        grade_all.answers_by_hand(nb_path)["q5"], grade_all.answers_by_hand(again)["q5"]
+    )
+    assert len(notes) == 3, notes
+    assert notes[0].startswith("code cell 1 raises NameError on rerun: name 'ess_of'"), notes
+    assert notes[1].startswith("code cell 2 prints something else on rerun") and "'3'" in notes[1]
+    assert notes[2].startswith("code cell 4 was not run in the submission"), notes
+    (written,) = [
+        p
+        for p in grade_all.write_collated(
+            tmp_path / "graded", name, qs, [nb_path], None, {nb_path.name: again}
+        )
+        if p.stem.endswith("-q5")
+    ]
+    text = written.read_text()
+    assert "**Rerun: code cell 1 raises NameError" in text, text
+    assert "NameError" in text and "(on rerun)" in text, text
+    assert "```text\n2\n```" in text and "```text\n4\n```" in text, text

@@ -1063,7 +1063,10 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "out, like one otter cannot read; the exit status is then 1.",
         "",
         "   To mark by hand: `--collate` also writes `graded/by-question/NAME-qN.md`, every student's "
-        "answer to one question graded by hand (with the figures it drew, and any error it raised), to mark it across the class with its rubric; enter "
+        "answer to one question graded by hand (with the figures it drew, and any error it raised), to mark it across the class with its rubric. "
+        "It runs each notebook again first, and shows what its code prints now: a cell that raises "
+        "on rerun, or whose saved output it does not reproduce (the report's computation, say), is "
+        "flagged above the answer (`--no-rerun` shows the saved outputs alone). Enter "
         "the marks in the gradebook, then `python grade_all.py NAME submissions/ --reuse` rewrites "
         "the feedback with them (from the kept results, without running otter again).",
         "",
