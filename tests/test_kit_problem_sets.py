@@ -704,6 +704,7 @@ def test_each_set_has_a_solution_sheet_without_its_tests_that_earns_full_marks(b
         folder = built / name / "solutions"
         sheet, page = folder / f"{name}-solutions.ipynb", folder / f"{name}-solutions.html"
         assert sheet.exists() and page.exists(), f"{name}: no solution sheet in {folder}"
+        assert list(folder.glob("softlin-*.whl")), f"{name}: no softlin wheel beside the sheet"
         nb = json.loads(sheet.read_text())
         text = json.dumps(nb)
         assert "otter" not in nb["metadata"], f"{name}: the sheet's metadata keeps otter's tests"

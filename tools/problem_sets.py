@@ -1127,7 +1127,7 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "the network where the page travels without that folder) is the set with its answers: the code of "
         "each computation, and the model answer and rubric of each question graded by hand (set 3's "
         "report keeps only the six items its question lists). It holds no test, public or hidden, "
-        "and runs top to bottom in Colab. Hand it out with the feedback, once the set's check is "
+        "and runs top to bottom in Colab, or beside the softlin wheel of its folder without GitHub. Hand it out with the feedback, once the set's check is "
         "past (the checks' follow-ups build on the sets' derivations); a variant's sheet answers that "
         "variant, so do not reuse the variant after it.",
         "",
@@ -1398,6 +1398,9 @@ def main(argv=None) -> int:
     wheel = build_wheel(out)
     print(f"problem_sets: {wheel.name}, for grading without the repository")
     add_mathjax(out)  # the solution sheets' formulas, offline
+    for name in names:  # a solution sheet run in its folder installs softlin without GitHub
+        if (out / name / "solutions").is_dir():
+            shutil.copyfile(wheel, out / name / "solutions" / wheel.name)
     for path in add_written_check(out, args.variant):  # for the instructor; not on the site
         print(f"problem_sets: {path.name}")
     readme(known if not args.names else names, out, args.variant)
