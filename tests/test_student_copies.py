@@ -263,7 +263,7 @@ def test_copies_link_to_the_published_student_edition_by_default():
     pages = re.findall(rf"\]\({re.escape(public)}([^)#]+)", text)
     lesson_links = [p for p in pages if "_" in p and not p.startswith("book/references")]
     assert lesson_links and all(p.startswith(cn.STUDENT_EDITION) for p in lesson_links), pages
-    assert "instructor" not in text and "the course's problem set 2 proves" in text
+    assert "instructor" not in text and "course's problem set 2 proves" in text
     workflow = (ROOT / ".github" / "workflows" / "book.yml").read_text()
     assert (
         "_build/stage/_build/html/" + cn.STUDENT_EDITION.rstrip("/") in workflow
