@@ -26,6 +26,9 @@ student's file name the same in every set (their student ID, ``12345678.ipynb``)
 * **report, 40 %**: set 3's question 5 (:data:`REPORT`), 0 to 6, as marked in its gradebook column;
 * **checks, 30 %**, 15 each: ``check1`` and ``check2``, each over 4.
 
+Other weights: ``--weights 40,30,30`` (sets, report, checks, in percent, summing to 100), as the
+syllabus a lecturer edits may set them.
+
 The course grade is the sum of each part's weight times its share (points over points possible).
 A set a student did not hand in counts 0 (it is named on stderr, in case the file was named
 otherwise). A grade is left empty, and the student named on stderr with what is missing, when a hand
@@ -143,6 +146,23 @@ def possible(gradebooks: dict[str, dict[str, dict]]) -> dict[str, float]:
     return out
 
 
+def parse_weights(text: str) -> dict[str, float]:
+    """``--weights``: three percentages, the sets', the report's and the checks', summing to 100."""
+    import argparse
+
+    parts = text.split(",")
+    try:
+        values = [float(x) for x in parts]
+    except ValueError:
+        values = []
+    if len(values) != 3 or any(v < 0 for v in values) or abs(sum(values) - 100) > 1e-9:
+        raise argparse.ArgumentTypeError(
+            f"got {text!r}, expected three non-negative percentages SETS,REPORT,CHECKS summing to "
+            "100, e.g. 30,40,30"
+        )
+    return dict(zip(WEIGHTS, values))
+
+
 def course_row(
     student: str,
     gradebooks: dict[str, dict[str, dict]],
@@ -150,12 +170,14 @@ def course_row(
     report_points: float,
     tops: dict[str, float],
     interim: bool = False,
+    weights: dict[str, float] | None = None,
 ) -> tuple[dict, list[str]]:
     """One student's row of :data:`COLUMNS`, and what keeps the grade from being computed (empty
     when it is). The report's points come out of set 3's total and into the report's part.
     ``tops`` holds every set's points possible (:func:`possible`, and :func:`set_points` for a set
     not in yet). With ``interim``, a mark not in yet leaves its part out instead (module docstring);
     only a mark out of range keeps the grade from being computed."""
+    weights = weights or WEIGHTS
     missing, wrong = [], []
     awarded = counted = 0.0  # the sets' points awarded and possible, over the sets counted
     report_set, report_q = REPORT
@@ -214,12 +236,12 @@ def course_row(
     # the checks, of equal weight each, as one part over the checks counted
     parts = {}
     if counted:
-        parts["sets"] = (WEIGHTS["sets"] * (counted / sets_total), awarded / counted)
+        parts["sets"] = (weights["sets"] * (counted / sets_total), awarded / counted)
     if report is not None:
-        parts["report"] = (WEIGHTS["report"], report / report_points)
+        parts["report"] = (weights["report"], report / report_points)
     marked = [marks[c] for c in CHECKS if marks[c] is not None]
     if marked:
-        each = WEIGHTS["checks"] / len(CHECKS)
+        each = weights["checks"] / len(CHECKS)
         parts["checks"] = (each * len(marked), sum(marked) / (CHECK_POINTS * len(marked)))
     for part, (_, share) in parts.items():
         row[f"{part}_percent"] = f"{100 * share:.1f}"
@@ -275,6 +297,13 @@ def main(argv: list[str] | None = None) -> int:
         "--interim",
         action="store_true",
         help="part-way through the term: count only the gradebooks and marks in so far",
+    )
+    ap.add_argument(
+        "--weights",
+        type=parse_weights,
+        default=WEIGHTS,
+        metavar="SETS,REPORT,CHECKS",
+        help="the scheme's weights in percent, summing to 100 (default: 30,40,30, the syllabus's)",
     )
     args = ap.parse_args(argv)
     folder = args.folder
@@ -344,7 +373,9 @@ def _grades(args, ap, folder: Path, out: Path) -> int:
                     f"final_grades: {student}: no {name} in its gradebook, counted 0",
                     file=sys.stderr,
                 )
-        row, missing = course_row(student, gradebooks, checks, points, tops, args.interim)
+        row, missing = course_row(
+            student, gradebooks, checks, points, tops, args.interim, args.weights
+        )
         if missing:
             status = 1
             print(f"final_grades: {student}: no grade yet: {'; '.join(missing)}", file=sys.stderr)

@@ -1014,8 +1014,7 @@ def main(argv: list[str] | None = None) -> int:
             files,
             questions,
             model_answers(HERE / args.name / "rubric.md"),
-            tuple(args.except_question),
-        )
+        )  # every question, the one --except-question leaves to its rubric included
         if args.completion or args.collate
         else {}
     )

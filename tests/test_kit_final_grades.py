@@ -122,6 +122,24 @@ def test_course_grades_follow_the_scheme(tmp_path, questions, capsys):
         assert float(row["course_percent"]) == pytest.approx(course, abs=0.051), (student, row)
 
 
+def test_other_weights_change_the_course_grade_as_computed_by_hand(tmp_path, questions, capsys):
+    """--weights SETS,REPORT,CHECKS (percent, summing to 100) replaces the default 30,40,30; anything
+    else is refused, naming the argument and what it expects."""
+    _class_of_three(tmp_path, questions)
+    assert final_grades.main([str(tmp_path), "--weights", "50,20,30"]) == 0
+    got = _grades(tmp_path / "course-grades.csv")
+    # bob: sets 15.5 of 31, report 3 of 6, checks 6 of 8
+    assert float(got["bob"]["course_percent"]) == pytest.approx(
+        0.5 * 50 + 0.2 * 50 + 0.3 * 75, abs=0.051
+    ), got["bob"]
+    for bad in ("30,40", "30,40,40", "a,b,c", "-10,80,30"):
+        with pytest.raises(SystemExit):
+            final_grades.main([str(tmp_path), f"--weights={bad}"])
+        err = capsys.readouterr().err
+        assert "argument --weights" in err and "summing to 100" in err and repr(bad) in err, err
+    capsys.readouterr()
+
+
 def test_a_run_stopped_by_a_bad_mark_leaves_no_stale_grades(tmp_path, questions, capsys):
     """The grades of a first run must not outlive a second run that stops on a mark that is not a
     number: the lecturer would read the old file as the new grades."""

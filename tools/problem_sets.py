@@ -828,7 +828,7 @@ def solution_sheet(result: Path, name: str) -> list[Path]:
             # the report's example, calibration and anchors are the graders'
             src = (
                 "*The report is marked on the six items its question lists, 0, ½ or 1 each; your "
-                "feedback gives your marks item by item.*"
+                "feedback gives its mark and your grader's comments.*"
             )
         if cell.cell_type == "markdown" and src.startswith("**Name:**"):
             continue
@@ -1020,7 +1020,7 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "| after marking by hand | `python grade_all.py NAME setN/ --reuse` (the feedback, with your "
         "marks); return it with the set's solution sheet, `NAME/solutions/` |",
         "| part-way, and at the end | `python final_grades.py graded/ --interim`; `python "
-        "final_grades.py graded/` |",
+        "final_grades.py graded/` (other weights than 30/40/30: `--weights 40,30,30`) |",
         *(
             ["| sets of your own numbers | `python variants/problem_sets.py --variant SEED` |"]
             if variant is None
