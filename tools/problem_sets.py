@@ -807,8 +807,8 @@ def solution_sheet(result: Path, name: str) -> list[Path]:
     is the grader's: the tests (public and hidden, in the notebook's metadata), the ``grader.check``
     cells, otter's solution markers and answer cells, and the grading tool in the setup cell, which
     still installs softlin, so that the sheet runs top to bottom in Colab or Jupyter. The HTML
-    (nbconvert's ``lab`` template, its MathJax from a CDN) is to read in a browser or post on a
-    course page. Return both paths."""
+    (nbconvert's ``lab`` template, with the book's MathJax beside the sets: :func:`local_mathjax`)
+    is to read in a browser or post on a course page. Return both paths."""
     import nbformat
     from nbconvert import HTMLExporter
 
