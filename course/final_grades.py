@@ -8,12 +8,16 @@ Python's standard library.
     python final_grades.py graded/                       # graded/grades-ps*.csv and graded/checks.csv
     python final_grades.py graded/ --out course-grades.csv
     python final_grades.py graded/ --interim             # part-way through the term
+    python final_grades.py graded/ --set3-report-only    # the lighter load: set 3 is its report
 
 **Inputs.** ``FOLDER/grades-ps1_measures.csv``, ``grades-ps2_concentration.csv`` and
 ``grades-ps3_regression.csv``, the gradebooks ``grade_all.py`` writes (each set graded from its own
 folder of submissions into the same ``--out`` folder, ``graded/`` by default), with their hand marks in;
 and ``FOLDER/checks.csv``, the marks of the two ten-minute checks: columns ``student``, ``check1`` and
-``check2``, 0 to 4 each (``written_check.py --seed SEED --set N`` writes their sheets and keys). Where
+``check2``, 0 to 4 each (``written_check.py --seed SEED --set N`` writes their sheets and keys), or
+``excused`` (:data:`EXCUSED`) for a check a student was excused from: the other check then carries the
+checks' whole weight, and a student excused from both is graded on the sets and the report, over
+their 70 % (``counted_percent``). Where
 ``checks.csv`` is missing it is written with a row per student and empty marks, to fill in, and the
 script stops. A student is the name of their notebook without ``.ipynb``, in lower case: keep each
 student's file name the same in every set (their student ID, ``12345678.ipynb``).
@@ -28,6 +32,11 @@ student's file name the same in every set (their student ID, ``12345678.ipynb``)
 
 Other weights: ``--weights 40,30,30`` (sets, report, checks, in percent, summing to 100), as the
 syllabus a lecturer edits may set them.
+
+**The lighter load** (``--set3-report-only``; the book's page *Problem sets and grading*, "A lighter
+load"): set 3 handed out as its report alone. The sets' part is then sets 1 and 2 alone (22 points as
+built), and set 3's gradebook gives the report's mark (question 5) and nothing else: its other
+questions, autograded at 0 and never marked by hand, are not counted and need no marks.
 
 The course grade is the sum of each part's weight times its share (points over points possible).
 A set a student did not hand in counts 0 (it is named on stderr, in case the file was named
@@ -67,6 +76,9 @@ REPORT = ("ps3_regression", "q5")
 #: The checks' columns in ``checks.csv``, each out of :data:`CHECK_POINTS`.
 CHECKS = ("check1", "check2")
 CHECK_POINTS = 4.0
+#: A check's mark in ``checks.csv`` for a student excused from it (any case): not counted, and the
+#: other check carries the checks' weight.
+EXCUSED = "excused"
 #: Each set's points possible as built (its ``questions.json``), for a set not graded yet.
 SET_POINTS = {"ps1_measures": 10.0, "ps2_concentration": 12.0, "ps3_regression": 15.0}
 #: The default scheme's weights, in percent (book/grading.md, book/syllabus.md).
@@ -171,12 +183,14 @@ def course_row(
     tops: dict[str, float],
     interim: bool = False,
     weights: dict[str, float] | None = None,
+    report_only: bool = False,
 ) -> tuple[dict, list[str]]:
     """One student's row of :data:`COLUMNS`, and what keeps the grade from being computed (empty
     when it is). The report's points come out of set 3's total and into the report's part.
     ``tops`` holds every set's points possible (:func:`possible`, and :func:`set_points` for a set
     not in yet). With ``interim``, a mark not in yet leaves its part out instead (module docstring);
-    only a mark out of range keeps the grade from being computed."""
+    only a mark out of range keeps the grade from being computed. With ``report_only`` (the lighter
+    load), set 3 gives its report's mark alone and the sets' part is sets 1 and 2."""
     weights = weights or WEIGHTS
     missing, wrong = [], []
     awarded = counted = 0.0  # the sets' points awarded and possible, over the sets counted
@@ -185,6 +199,16 @@ def course_row(
     for name, rows in gradebooks.items():
         top = tops[name] - (report_points if name == report_set else 0.0)
         row = rows.get(student)
+        if name == report_set and report_only:  # the report alone; its other questions not set
+            report = (
+                0.0 if row is None else _number(row.get(report_q, ""), f"{student}'s {report_q}")
+            )
+            if report is None:
+                missing.append(f"{name}: the report's mark ({report_q})")
+            elif not 0 <= report <= report_points:
+                wrong.append(f"{name}: {report_q} is {report:g}, expected 0 to {report_points:g}")
+                missing.append(wrong[-1])
+            continue
         if row is None:  # not handed in: 0 points (named by main), and no report either
             counted += top
             if name == report_set:
@@ -211,10 +235,18 @@ def course_row(
             continue
         awarded += total
         counted += top
-    sets_total = sum(tops.values()) - report_points
-    marks = {}
+    sets_total = sum(tops.values()) - (tops[report_set] if report_only else report_points)
+    marks, excused = {}, []
     for column in CHECKS:
-        mark = _number(checks.get(student, {}).get(column, ""), f"{student}'s {column}")
+        text = checks.get(student, {}).get(column, "")
+        if (text or "").strip().lower() == EXCUSED:
+            excused.append(column)
+            marks[column] = None
+            continue
+        try:
+            mark = _number(text, f"{student}'s {column}")
+        except SystemExit as exc:
+            raise SystemExit(f"{exc.code} (0 to {CHECK_POINTS:g}) or {EXCUSED!r}") from None
         if mark is None:
             missing.append(f"checks.csv: {column}")
         elif not 0 <= mark <= CHECK_POINTS:
@@ -228,12 +260,14 @@ def course_row(
     }
     row["report"] = "" if report is None else f"{report:g}"
     row.update({c: "" if marks[c] is None else f"{marks[c]:g}" for c in CHECKS})
+    row.update(dict.fromkeys(excused, EXCUSED))
     row.update(dict.fromkeys(COLUMNS[COLUMNS.index("sets_percent") :], ""))
     missing = wrong if interim else missing
     if missing:
         return row, missing
     # each part counted: (weight, share); the sets weigh by the share of their points counted, and
-    # the checks, of equal weight each, as one part over the checks counted
+    # the checks, of equal weight each, as one part over the checks counted, an excused check's
+    # weight carried by the other (when it is counted)
     parts = {}
     if counted:
         parts["sets"] = (weights["sets"] * (counted / sets_total), awarded / counted)
@@ -242,7 +276,10 @@ def course_row(
     marked = [marks[c] for c in CHECKS if marks[c] is not None]
     if marked:
         each = weights["checks"] / len(CHECKS)
-        parts["checks"] = (each * len(marked), sum(marked) / (CHECK_POINTS * len(marked)))
+        parts["checks"] = (
+            each * (len(marked) + len(excused)),
+            sum(marked) / (CHECK_POINTS * len(marked)),
+        )
     for part, (_, share) in parts.items():
         row[f"{part}_percent"] = f"{100 * share:.1f}"
     weight = sum(w for w, _ in parts.values())
@@ -299,6 +336,12 @@ def main(argv: list[str] | None = None) -> int:
         help="part-way through the term: count only the gradebooks and marks in so far",
     )
     ap.add_argument(
+        "--set3-report-only",
+        action="store_true",
+        help="the lighter load: set 3 was handed out as its report alone (question 5); the sets' "
+        "part counts sets 1 and 2, and set 3's gradebook gives the report's mark only",
+    )
+    ap.add_argument(
         "--weights",
         type=parse_weights,
         default=WEIGHTS,
@@ -353,7 +396,7 @@ def _grades(args, ap, folder: Path, out: Path) -> int:
             writer.writerows([[s, "", ""] for s in students])
         print(
             f"final_grades: wrote {checks_path} with a row per student ({len(students)}): fill in "
-            f"{' and '.join(CHECKS)} (0 to {CHECK_POINTS:g} each)"
+            f"{' and '.join(CHECKS)} (0 to {CHECK_POINTS:g} each, or {EXCUSED})"
             + (": the checks are not counted yet" if args.interim else ", then run again"),
             file=sys.stderr,
         )
@@ -374,7 +417,14 @@ def _grades(args, ap, folder: Path, out: Path) -> int:
                     file=sys.stderr,
                 )
         row, missing = course_row(
-            student, gradebooks, checks, points, tops, args.interim, args.weights
+            student,
+            gradebooks,
+            checks,
+            points,
+            tops,
+            args.interim,
+            args.weights,
+            args.set3_report_only,
         )
         if missing:
             status = 1

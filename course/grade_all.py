@@ -38,6 +38,12 @@ a hand mark in the gradebook lies outside its range (:func:`mark_problems`: 1 ty
   3.81 for ..."), which would let a student pass it without solving the question (:func:`feedback`);
   and the hand marks and comments the gradebook already holds for that file. ``--reuse`` rewrites the feedback from
   the kept results, without running otter again, once the hand marks are in;
+* for set 3, ``OUT/report-marks-ps3_regression.csv``, the report's marking sheet (:func:`report_sheet`):
+  a row per reading, the six items of its rubric in columns ``a``, ``b``, ``c1``, ``c2``, ``c3`` and
+  ``d`` (0, 0.5 or 1 each), a second reader's reading in a row of its own. Once a reading's six items
+  are in, the report's column (``q5``) is their sum, or the readings' mean, replacing what it held
+  (:func:`report_marks`); the feedback quotes the items, and a report read once at a band's edge is
+  named for a second reading;
 * with ``--collate``, ``OUT/by-question/NAME-qN.md`` for each question graded by hand: every
   submission's answer to it, one after the other (:func:`write_collated`), its code's outputs from a
   rerun of the notebook (:func:`rerun`; ``--no-rerun`` keeps the saved ones), with a flag where a
@@ -45,8 +51,10 @@ a hand mark in the gradebook lies outside its range (:func:`mark_problems`: 1 ty
 
 With ``--collate`` or ``--completion`` it also names near-copies (:func:`near_copies`): a written
 answer at least :data:`ALIKE` alike the model answer of the set's rubric.md (the solutions are
-public), or another student's. They are named on stderr and in the collated file, and
-``--completion`` leaves a copy of the model answer unmarked, for the grader to read.
+public), or another student's, and one holding :data:`PARTLY` of the model answer (a part pasted).
+They are named on stderr and in the collated file, and ``--completion`` leaves an answer holding the
+model answer, whole or in part, unmarked, for the grader to read. A ``--completion`` run writes
+feedback with the autograded points alone: its marks reach the feedback with ``--reuse``, once read.
 
 Public and hidden are told apart by otter's own results (``results.json``): its "Public Tests" entry
 summarises the public test cases only (otter's ``summary(public_only=True)``: the checks in the student
@@ -329,14 +337,16 @@ def merge_gradebook(
     questions: list[dict],
     rows: list[tuple[str, dict]],
     prefill: dict[str, dict[str, str]] | None = None,
+    entered: dict[str, dict[str, str]] | None = None,
 ) -> list[dict]:
     """Write ``rows`` into the gradebook ``path``, keeping what it already holds: the rows of the files
     not graded now stay as they are, and a regraded file keeps the hand marks filled in (its columns of
     questions graded by hand, ``manual_awarded`` and ``comments``), while its autograded columns are rewritten; new
     files are appended. A gradebook whose columns are not this set's is left alone (SystemExit).
     ``prefill`` (``--completion``, :func:`completion_marks`): per file, hand marks to enter where its
-    cell is still empty; a mark already there is never replaced. Returns the gradebook's rows, as dicts
-    of its columns."""
+    cell is still empty; a mark already there is never replaced. ``entered`` (the report's sheet,
+    :func:`report_marks`): per file, hand marks that replace what the gradebook holds. Returns the
+    gradebook's rows, as dicts of its columns."""
     header = gradebook_header(questions)
     kept: dict[str, dict] = {}
     if path.exists():
@@ -357,6 +367,9 @@ def merge_gradebook(
             if not row[q].strip() and not row["manual_awarded"].strip():
                 row[q] = mark
         kept[file] = row
+    for file, marks in (entered or {}).items():
+        if file in kept:
+            kept[file].update(marks)
     for row in kept.values():
         add_up(row, questions)
     with open(path, "w", newline="") as handle:
@@ -407,6 +420,85 @@ def add_up(row: dict, questions: list[dict]) -> dict:
     except ValueError as exc:
         raise SystemExit(f"grade_all: {row['file']}: a mark is not a number ({exc})") from None
     return row
+
+
+#: The report (set 3's question 5, book/grading.md) and the six items of its rubric, (a), (b), (c)'s
+#: three and (d), each marked 0, 0.5 or 1 (:data:`ITEM_MARKS`) by each reader in its sheet.
+REPORT = ("ps3_regression", "q5")
+REPORT_ITEMS = ("a", "b", "c1", "c2", "c3", "d")
+ITEM_MARKS = (0.0, 0.5, 1.0)
+#: The report sheet's columns: the file, who read it (1, 2, or a name), the items, a note.
+SHEET = ("file", "reader", *REPORT_ITEMS, "note")
+#: The bands' lower edges (A, B, C): a report at one, or half a point below it, changes band with a
+#: half point either way, and gets a second reading (:func:`report_marks`).
+BAND_EDGES = (5.5, 4.0, 2.5)
+
+
+def report_sheet(out: Path, name: str, files: list[str]) -> list[dict]:
+    """``out/report-marks-NAME.csv``, the report's marking sheet (:data:`SHEET`): a row per reading,
+    each item of the rubric in its own column. A file graded now without a row gets one (reader 1,
+    items empty); the rows already there, a second reader's included, are kept as they are. Returns
+    its rows."""
+    path = out / f"report-marks-{name}.csv"
+    rows: list[dict] = []
+    if path.exists():
+        with path.open(newline="") as handle:
+            reader = csv.DictReader(handle)
+            if reader.fieldnames != list(SHEET):
+                raise SystemExit(
+                    f"grade_all: {path} has the columns {reader.fieldnames}, expected {list(SHEET)}; "
+                    "move it aside (it is not overwritten)"
+                )
+            rows = list(reader)
+    have = {row["file"] for row in rows}
+    rows += [dict.fromkeys(SHEET, "") | {"file": f, "reader": "1"} for f in files if f not in have]
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=SHEET)
+        writer.writeheader()
+        writer.writerows(rows)
+    return rows
+
+
+def report_marks(rows: list[dict]) -> tuple[dict[str, str], dict[str, str], list[str], list[str]]:
+    """The report's mark per file from its sheet's ``rows`` (:func:`report_sheet`): the sum of a
+    reading's six items, or the mean of the readings' sums where two readers (or more) marked it.
+    Returns ``(marks, items, problems, second)``: ``{file: "4.5"}``; ``{file: "a 1, b 0.5, ..."}``,
+    the items as the feedback quotes them (each reading's, separated by " / "); one line per reading
+    that is not counted (an item missing, or other than 0, 0.5 or 1, or one reader twice), naming
+    the file, the reader and what is wrong; and the files read once whose points lie at a band's
+    edge or half a point below it (:data:`BAND_EDGES`), for a second reading. A reading with no item
+    marked is not begun, and neither counted nor named."""
+    readings: dict[str, list[tuple[str, list[float]]]] = {}
+    problems = []
+    for row in rows:
+        file, reader = row["file"].strip(), row["reader"].strip() or "1"
+        typed = [(row.get(item) or "").strip() for item in REPORT_ITEMS]
+        if not any(typed):
+            continue
+        try:
+            values = [float(t) for t in typed]
+        except ValueError:
+            values = []
+        if len(values) != len(REPORT_ITEMS) or any(v not in ITEM_MARKS for v in values):
+            got = ", ".join(f"{i} {t or '(empty)'}" for i, t in zip(REPORT_ITEMS, typed))
+            problems.append(
+                f"{file}, reader {reader}: got {got}; expected each of the six items 0, 0.5 or 1"
+            )
+            continue
+        if any(r == reader for r, _ in readings.get(file, [])):
+            problems.append(f"{file}: reader {reader} has two rows; keep one")
+            continue
+        readings.setdefault(file, []).append((reader, values))
+    marks, items, second = {}, {}, []
+    for file, read in readings.items():
+        sums = [sum(v) for _, v in read]
+        marks[file] = f"{sum(sums) / len(sums):g}"
+        items[file] = " / ".join(
+            ", ".join(f"{i} {v:g}" for i, v in zip(REPORT_ITEMS, values)) for _, values in read
+        )
+        if len(read) == 1 and any(edge - 0.5 <= sums[0] <= edge for edge in BAND_EDGES):
+            second.append(file)
+    return marks, items, problems, second
 
 
 #: The marker lines otter leaves around a question graded by hand in a student notebook.
@@ -511,6 +603,11 @@ def completion_marks(
 #: words changed scores above 0.9. A flag is for the grader to read, not a verdict.
 ALIKE = 0.8
 
+#: An answer holding at least this share of the model answer, but under :data:`ALIKE`, is named as
+#: holding it in part: half of a model answer pasted, the rest written around it, scores 0.4 to 0.65
+#: on the sets' model answers, the paraphrase of the tests about 0.38. A flag to read, like the others.
+PARTLY = 0.5
+
 
 #: An answer is compared for near-copies from this many words and symbols (:func:`_words`) on.
 COPY_MIN_WORDS = 12
@@ -568,11 +665,13 @@ def near_copies(
     model: dict[str, str],
     skip: tuple[str, ...] = (),
     threshold: float = ALIKE,
+    partly: float = PARTLY,
 ) -> dict[str, dict[str, str]]:
     """The answers graded by hand (but those in ``skip``) that hold the model answer (:func:`covers`)
     or are :func:`alike` another submission's, at ``threshold`` or more: ``{file name: {question:
     what it is alike}}``,
-    e.g. ``{"bob.ipynb": {"q1a": "the model answer (0.93)"}}``. Blank answers, and answers of fewer
+    e.g. ``{"bob.ipynb": {"q1a": "the model answer (0.93)"}}``, or ``"the model answer, in part
+    (0.62)"`` for an answer holding ``partly`` of it or more, but under ``threshold``. Blank answers, and answers of fewer
     than :data:`COPY_MIN_WORDS` words and symbols, are not compared (two "No." are not a copy); a
     derivation in formulas is (its symbols count)."""
     answers = {f.name: answers_by_hand(f) for f in files}
@@ -585,8 +684,9 @@ def near_copies(
             and len(_words(answer_text(cells))) >= COPY_MIN_WORDS
         }
         for name, text in texts.items():
-            if q in model and (score := covers(text, model[q])) >= threshold:
-                found.setdefault(name, {})[q] = f"the model answer ({score:.2f})"
+            if q in model and (score := covers(text, model[q])) >= partly:
+                part = "" if score >= threshold else ", in part"
+                found.setdefault(name, {})[q] = f"the model answer{part} ({score:.2f})"
         names = sorted(texts)
         for i, one in enumerate(names):
             for other in names[i + 1 :]:
@@ -823,13 +923,15 @@ def write_feedback(
     total: tuple[str, float] | None = None,
     errors: dict[str, list[str]] | None = None,
     comments: str = "",
+    report: str = "",
 ) -> None:
     """The student's feedback file ``path`` (Markdown), from :func:`feedback`'s three parts: per
     question its points, how many public and hidden checks failed, and the failed public checks'
     messages; never a hidden check's message. ``by_hand``: the hand marks already in the gradebook,
     ``{question: (mark, possible)}``, listed after the autograded points; ``total``: the set's total
     (awarded, possible) once the gradebook has it; ``errors``: :func:`raised`'s errors, by question;
-    ``comments``: the grader's comments from the gradebook, quoted at the top."""
+    ``comments``: the grader's comments from the gradebook, quoted at the top; ``report``: the
+    report's items as :func:`report_marks` gives them, after the hand marks."""
     errors = errors or {}
     got = sum(p for p, _ in points.values())
     possible = sum(m for _, m in points.values())
@@ -861,6 +963,12 @@ def write_feedback(
             "| question graded by hand | points |",
             "|---|---|",
             *(f"| {q} | {mark} of {possible:g} |" for q, (mark, possible) in by_hand.items()),
+            "",
+        ]
+    if report:
+        lines += [
+            f"The report ({REPORT[1]}), item by item (the rubric's (a), (b), (c)'s three and (d), "
+            f"each 0, 0.5 or 1; two readings are separated by /): {report}.",
             "",
         ]
     if public_failed or hidden_failed:
@@ -949,7 +1057,7 @@ def main(argv: list[str] | None = None) -> int:
         help="mark each question graded by hand for completion: its full points when the student "
         "wrote an answer, 0 otherwise, where its gradebook cell is still empty (read them over); an "
         f"answer of under {THIN_WORDS} words, one formula line at most and no code is named and "
-        f"left for you, and so is one at least {ALIKE:g} alike the model answer (with --collate "
+        f"left for you, and so is one holding {PARTLY:g} of the model answer or more (with --collate "
         "too: near-copies, of the model answer or between students, are named)",
     )
     parser.add_argument(
@@ -1022,7 +1130,19 @@ def main(argv: list[str] | None = None) -> int:
         for q, what in flagged.items():
             if prefill and what.startswith("the model answer"):
                 prefill[file].pop(q, None)
-    book = {row["file"]: row for row in merge_gradebook(gradebook, questions, rows, prefill)}
+    entered, report_items, second = {}, {}, []
+    if args.name == REPORT[0]:  # the report, item by item, from its sheet
+        args.out.mkdir(parents=True, exist_ok=True)
+        sheet = report_sheet(args.out, args.name, [f.name for f in files])
+        marks, report_items, problems, second = report_marks(sheet)
+        entered = {file: {REPORT[1]: mark} for file, mark in marks.items()}
+        for problem in problems:
+            print(
+                f"grade_all: report-marks-{args.name}.csv: not counted: {problem}", file=sys.stderr
+            )
+    book = {
+        row["file"]: row for row in merge_gradebook(gradebook, questions, rows, prefill, entered)
+    }
     if args.completion:
         for f in files:
             short = thin_answers(f, questions, tuple(args.except_question))
@@ -1040,8 +1160,8 @@ def main(argv: list[str] | None = None) -> int:
             for q, what in flagged.items()
         ]
         print(
-            f"grade_all: {file}: near-copies (at least {ALIKE:g} alike), for you to read: "
-            + "; ".join(said),
+            f"grade_all: {file}: near-copies (at least {ALIKE:g} alike, or holding {PARTLY:g} of "
+            "the model answer), for you to read: " + "; ".join(said),
             file=sys.stderr,
         )
     (args.out / "feedback" / args.name).mkdir(parents=True, exist_ok=True)
@@ -1052,7 +1172,10 @@ def main(argv: list[str] | None = None) -> int:
         marks = {
             q["name"]: (book[f.name][q["name"]].strip(), float(q["points"]))
             for q in questions
-            if q["manual"] and book[f.name][q["name"]].strip() and f.name not in out_of_range
+            if q["manual"]
+            and book[f.name][q["name"]].strip()
+            and f.name not in out_of_range
+            and not args.completion  # marks just entered unread: not in the feedback yet
         }
         write_feedback(
             args.out / "feedback" / args.name / f"{f.stem}.md",
@@ -1063,10 +1186,11 @@ def main(argv: list[str] | None = None) -> int:
             hidden_failed,
             marks,
             (row["total_awarded"], float(row["total_possible"]))
-            if (row := book[f.name])["total_awarded"]
+            if (row := book[f.name])["total_awarded"] and not args.completion
             else None,
             raised(results[f]),
             row[COMMENTS],
+            "" if args.completion else report_items.get(f.name, ""),
         )
         total = sum(p for p, _ in points.values())
         most = sum(m for _, m in points.values())
@@ -1087,6 +1211,25 @@ def main(argv: list[str] | None = None) -> int:
         written = write_collated(args.out, args.name, questions, files, copies, reruns)
         print(
             f"grade_all: {len(written)} files of answers by question in {args.out / 'by-question'}/"
+        )
+    if args.name == REPORT[0]:
+        print(
+            f"grade_all: the report's marks: {args.out / f'report-marks-{args.name}.csv'}, a row "
+            f"per reading, items {', '.join(REPORT_ITEMS)} (0, 0.5 or 1 each); a second reader "
+            f"adds a row of their own; {REPORT[1]} is their sum, or the readings' mean",
+            file=sys.stderr,
+        )
+        if second:
+            print(
+                f"grade_all: read once, at a band's edge or half a point below it (a half point "
+                f"either way changes its band): a second reading advised for {sorted(second)}",
+                file=sys.stderr,
+            )
+    if args.completion:
+        print(
+            "grade_all: the feedback holds the autograded points only: read the completion marks "
+            f"over in {gradebook}, then run again with --reuse to write them into the feedback",
+            file=sys.stderr,
         )
     merged = " (merged: earlier rows and hand marks kept)" if existed else ""
     print(f"grade_all: {gradebook}{merged} and {args.out / 'feedback' / args.name}/")

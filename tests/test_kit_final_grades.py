@@ -140,6 +140,60 @@ def test_other_weights_change_the_course_grade_as_computed_by_hand(tmp_path, que
     capsys.readouterr()
 
 
+def test_the_lighter_load_counts_set_3_as_its_report_alone(tmp_path, questions, capsys):
+    """--set3-report-only (book/grading.md, "A lighter load"): set 3 handed out as its report alone.
+    The sets' part is sets 1 and 2 (22 points), set 3's other questions, autograded 0 and never marked
+    by hand, are not counted and need no marks; the report is its q5. Without the option the same
+    gradebooks leave the grade empty (set 3's hand marks missing), as they should."""
+    report_q = final_grades.REPORT[1]
+    for name, qs in questions.items():
+        if name == "ps3_regression":  # only the report answered: q5 marked, the rest blank
+            auto = {q["name"]: 0.0 for q in qs if not q["manual"]}
+            marks = {"ann": {**auto, report_q: 5.0}, "ben": {**auto, report_q: 3.0}}
+        else:
+            marks = {"ann": _full(qs), "ben": _full(qs, 0.5)}
+        _gradebook(tmp_path, name, qs, marks)
+    _checks(tmp_path, [["ann", 4, 2], ["ben", 3, 3]])
+    assert final_grades.main([str(tmp_path)]) == 1
+    assert "hand marks (total_awarded is empty" in capsys.readouterr().err
+    status = final_grades.main([str(tmp_path), "--set3-report-only"])
+    err = capsys.readouterr().err
+    assert status == 0, err
+    got = _grades(tmp_path / "course-grades.csv")
+    # by hand: sets over 22 points, report over 6, checks over 8
+    expected = {
+        "ann": (22, 5, 0.3 * 100 + 0.4 * 100 * 5 / 6 + 0.3 * 75),
+        "ben": (11, 3, 0.3 * 50 + 0.4 * 50 + 0.3 * 75),
+    }
+    for student, (sets, report, course) in expected.items():
+        row = got[student]
+        assert float(row["sets_awarded"]) == sets and float(row["sets_possible"]) == 22, row
+        assert float(row["report"]) == report, row
+        assert float(row["course_percent"]) == pytest.approx(course, abs=0.051), row
+
+
+def test_an_excused_check_hands_its_weight_to_the_other(tmp_path, questions, capsys):
+    """``excused`` in checks.csv (any case): that check is not counted and the other carries the
+    checks' 30 %; excused from both, the grade is over the sets and the report (70 %). A mark that is
+    neither a number nor ``excused`` still stops the run, naming what it got."""
+    _class_of_three(tmp_path, questions)
+    _checks(tmp_path, [["alice", "Excused", 3], ["bob", "excused", "excused"], ["carol", 4, 0]])
+    status = final_grades.main([str(tmp_path)])
+    assert status == 0, capsys.readouterr().err
+    got = _grades(tmp_path / "course-grades.csv")
+    assert got["alice"]["check1"] == "excused" and got["alice"]["counted_percent"] == "100.0"
+    assert float(got["alice"]["course_percent"]) == pytest.approx(70 + 0.3 * 75, abs=0.051)
+    # bob: sets 15.5 of 31 and report 3 of 6, over 70 %
+    assert got["bob"]["counted_percent"] == "70.0", got["bob"]
+    assert float(got["bob"]["course_percent"]) == pytest.approx(50, abs=0.051), got["bob"]
+    _checks(tmp_path, [["alice", "absent", 3], ["bob", 2, 4], ["carol", 4, 0]])
+    with pytest.raises(SystemExit) as stopped:
+        final_grades.main([str(tmp_path)])
+    said = str(stopped.value.code)
+    assert "check1 is 'absent', expected a number (0 to 4) or 'excused'" in said, said
+    capsys.readouterr()
+
+
 def test_a_run_stopped_by_a_bad_mark_leaves_no_stale_grades(tmp_path, questions, capsys):
     """The grades of a first run must not outlive a second run that stops on a mark that is not a
     number: the lecturer would read the old file as the new grades."""
@@ -514,3 +568,66 @@ def test_collated_code_shows_its_rerun_and_flags_saved_outputs_it_does_not_repro
     assert "**Rerun: code cell 1 raises NameError" in text, text
     assert "NameError" in text and "(on rerun)" in text, text
     assert "```text\n2\n```" in text and "```text\n4\n```" in text, text
+
+
+def test_the_report_is_marked_item_by_item_in_its_sheet(tmp_path, questions):
+    """grade_all.py's report sheet (report-marks-ps3_regression.csv): a row per reading, the rubric's
+    six items in columns. A complete reading gives q5 its sum, two readings their mean, replacing what
+    q5 held; an item other than 0, 0.5 or 1, a missing item or one reader twice is named and not
+    counted; a report read once at a band's edge or half a point below it is named for a second
+    reading; the feedback quotes the items. Rerunning keeps every row."""
+    grade_all = problem_sets.grade_all_module()
+    name, qs = grade_all.REPORT[0], questions["ps3_regression"]
+    report = next(q for q in qs if q["name"] == grade_all.REPORT[1])
+    assert float(report["points"]) == len(grade_all.REPORT_ITEMS) * max(grade_all.ITEM_MARKS)
+    files = ["ann.ipynb", "ben.ipynb", "cy.ipynb", "dee.ipynb", "eve.ipynb"]
+    rows = grade_all.report_sheet(tmp_path, name, files)
+    assert [(r["file"], r["reader"]) for r in rows] == [(f, "1") for f in files], rows
+    items = grade_all.REPORT_ITEMS
+    fill = {
+        "ann.ipynb": [1, 1, 1, 1, 0.5, 1],  # 5.5: at the A band's edge
+        "ben.ipynb": [1, 1, 1, 0.5, 0.5, 0],  # 4, read twice (4 and 5)
+        "cy.ipynb": [1, 0.5, 1, 0, 0.5, 2],  # an item of 2: not counted
+        "dee.ipynb": [1, 1, "", 1, 1, 1],  # an item missing: not counted
+    }
+    for row in rows:
+        for item, value in zip(items, fill.get(row["file"], [""] * len(items))):
+            row[item] = f"{value}"
+    rows.append(dict.fromkeys(grade_all.SHEET, "") | {"file": "ben.ipynb", "reader": "2"})
+    rows[-1].update(zip(items, ["1", "1", "1", "1", "0.5", "0.5"]))
+    sheet = tmp_path / f"report-marks-{name}.csv"
+    with sheet.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=grade_all.SHEET)
+        writer.writeheader()
+        writer.writerows(rows)
+    again = grade_all.report_sheet(tmp_path, name, [*files, "fay.ipynb"])  # a late one
+    assert again[:-1] == rows and again[-1]["file"] == "fay.ipynb", again
+    marks, quoted, problems, second = grade_all.report_marks(again)
+    assert marks == {"ann.ipynb": "5.5", "ben.ipynb": "4.5"}, marks
+    assert quoted["ben.ipynb"] == (
+        "a 1, b 1, c1 1, c2 0.5, c3 0.5, d 0 / a 1, b 1, c1 1, c2 1, c3 0.5, d 0.5"
+    ), quoted
+    assert len(problems) == 2, problems
+    assert problems[0].startswith("cy.ipynb, reader 1: got") and "d 2" in problems[0], problems
+    assert "dee.ipynb, reader 1" in problems[1] and "c1 (empty)" in problems[1], problems
+    assert second == ["ann.ipynb"], second  # ben was read twice; 4.5 is in no band's reach
+    twice = [*again, again[0] | {"a": "0"}]  # ann's reader 1 twice
+    assert "ann.ipynb: reader 1 has two rows" in grade_all.report_marks(twice)[2][-1]
+    # into the gradebook: the sheet's mark replaces q5's, and the totals follow
+    book = tmp_path / f"grades-{name}.csv"
+    auto = {q["name"]: float(q["points"]) for q in qs if not q["manual"]}
+    by_hand = {q["name"]: f"{q['points']:g}" for q in qs if q["manual"] and q != report}
+    graded = [("ann.ipynb", auto), ("ben.ipynb", auto)]
+    grade_all.merge_gradebook(book, qs, graded, {"ann.ipynb": by_hand | {"q5": "6"}})
+    entered = {f: {"q5": m} for f, m in marks.items()}
+    merged = {r["file"]: r for r in grade_all.merge_gradebook(book, qs, graded, None, entered)}
+    assert merged["ann.ipynb"]["q5"] == "5.5", merged["ann.ipynb"]
+    assert float(merged["ann.ipynb"]["manual_awarded"]) == sum(map(float, by_hand.values())) + 5.5
+    assert merged["ben.ipynb"]["q5"] == "4.5" and merged["ben.ipynb"]["total_awarded"] == ""
+    feedback = tmp_path / "ben.md"
+    grade_all.write_feedback(feedback, name, "ben.ipynb", {}, {}, {}, report=quoted["ben.ipynb"])
+    assert (
+        "item by item (the rubric's (a), (b), (c)'s three and (d), each 0, 0.5 or 1; two "
+        in (feedback.read_text())
+        and quoted["ben.ipynb"] in feedback.read_text()
+    )

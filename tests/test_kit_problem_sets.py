@@ -844,6 +844,26 @@ def test_grade_all_writes_a_gradebook_and_feedback_without_the_tests(built, tmp_
     assert copies and all(f"{q} alike the model answer" in copies[0] for q in manual), done.stderr
     assert "own.ipynb: near-copies" not in done.stderr, done.stderr
     assert "--completion" in (built / "README.md").read_text()
+    # the marks just entered, unread, are not in the feedback yet; --reuse, once read, puts them in
+    own_feedback = out / "feedback" / name / "own.md"
+    assert "| question graded by hand |" not in own_feedback.read_text(), own_feedback.read_text()
+    assert "run again with --reuse" in done.stderr, done.stderr[-2000:]
+    run_grade_all(built, name, subs, tmp_path, "--reuse")
+    assert f"Total: {total:g} of {total:g}" in own_feedback.read_text(), own_feedback.read_text()
+    # --except-question leaves a question for its rubric, and its near-copies are still named
+    done = run_grade_all(
+        built,
+        name,
+        subs,
+        tmp_path,
+        "--reuse",
+        "--completion",
+        "--except-question",
+        "q4",
+        check=False,
+    )
+    copies = re.search(r"solution\.ipynb: near-copies.*", done.stderr)
+    assert copies and "q4 alike the model answer" in copies[0], done.stderr[-3000:]
 
 
 def test_grade_all_merges_the_gradebook_keeps_hand_marks_and_collates_answers(built, tmp_path):
@@ -1240,6 +1260,12 @@ def test_the_kit_draws_set_variants_without_the_repository(built, tmp_path):
     shutil.copytree(shipped, kit / "variants")
     for wheel in built.glob("softlin-*.whl"):
         shutil.copyfile(wheel, kit / wheel.name)
+    # its --help gives the kit's commands, with no seed to copy, not the repository's
+    shown = run_with_library_only("variants/problem_sets.py", "--help", cwd=kit)
+    assert shown.returncode == 0, (shown.stdout + shown.stderr)[-3000:]
+    assert "python variants/problem_sets.py --variant SEED" in shown.stdout, shown.stdout
+    for repo_only in ("tools/", "_build/", str(VARIANT)):
+        assert repo_only not in shown.stdout, f"{repo_only!r} in the kit's --help:\n{shown.stdout}"
     name = "ps1_measures"
     done = run_with_library_only(
         "variants/problem_sets.py", name, "--variant", str(VARIANT), cwd=kit

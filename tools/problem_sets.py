@@ -5,8 +5,10 @@
     python tools/problem_sets.py ps2_concentration     # one set
     python tools/problem_sets.py --grade ps1_measures submission.ipynb [...]   # score submissions
     python tools/problem_sets.py --grade ps1_measures --csv grades.csv *.ipynb  # ... into a gradebook
-    python tools/problem_sets.py --variant 2025        # fresh numbers: _build/problem-sets-variant-2025/
-    python tools/problem_sets.py --variant 2025 --grade ps1_measures submission.ipynb   # grade against it
+    python tools/problem_sets.py --variant SEED        # fresh numbers: _build/problem-sets-variant-SEED/
+    python tools/problem_sets.py --variant SEED --grade ps1_measures submission.ipynb   # grade against it
+
+(SEED: a private seed of eight digits or so, for graded use; see "Numerical inputs and variants".)
 
 One problem set per session, ``course/problem_sets/psN_name.md``: a MyST notebook (jupytext) written in
 otter-grader's assignment format (raw cells ``# BEGIN QUESTION`` ... ``# END QUESTION``, solutions between
@@ -1079,20 +1081,26 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "full points when the student wrote an answer and 0 otherwise, for you to read over (an "
         "answer of under 15 words, with one line of formula at most and no code, gets no mark: it is "
         "named, for you to mark); for "
-        "set 3 add `--except-question q5`, the report, which its rubric marks. With `--collate` or "
-        "`--completion` it names near-copies too: an answer that holds most of the set's model "
-        "answer (the solutions are public), left unmarked, or two students' answers much alike; "
+        "set 3 add `--except-question q5`, the report, which its rubric marks item by item in "
+        "`graded/report-marks-ps3_regression.csv` (a row per reading, a second reader's in a row of "
+        "its own; q5 is the items' sum, or the readings' mean). A `--completion` run's feedback "
+        "holds the autograded points alone, until you have read its marks over and run `--reuse`. "
+        "With `--collate` or "
+        "`--completion` it names near-copies too: an answer that holds the set's model answer, or "
+        "half of it or more (the solutions are public), left unmarked, or two students' answers much alike; "
         "each is flagged in the collated file, for you to read (a flag is not a verdict).",
         "5. The course grades, by the default scheme (sets 30 %, the report 40 %, the two ten-minute "
         "checks 30 %): grade the three sets into the same folder (`graded/`, the default `--out`), "
         "naming each student's notebook the same in every set (`alice.ipynb`), then run "
         "`python final_grades.py graded/`. The first run writes `graded/checks.csv`, a row per "
-        "student, for the checks' marks (0 to 4 each); fill it in and run again: it writes "
+        "student, for the checks' marks (0 to 4 each, or `excused`: the other check then carries "
+        "the checks' weight); fill it in and run again: it writes "
         "`graded/course-grades.csv` (each part's points and percentage, and the course grade) and "
         "names every student whose grade still misses a mark. Part-way through the term, "
         "`python final_grades.py graded/ --interim` writes `graded/interim-grades.csv`: the grade on "
         "the parts marked so far, each at its weight, and the share of the grade they make up "
-        "(`counted_percent`).",
+        "(`counted_percent`). Under the lighter load (set 3 handed out as its report alone), add "
+        "`--set3-report-only`: the sets' part is then sets 1 and 2.",
         "",
         "student-versions.zip holds the three student notebooks and the softlin wheel: a set opened in "
         "the folder where the zip was unpacked installs softlin from that wheel, without GitHub (otter "
@@ -1319,9 +1327,27 @@ def write_gradebook(
     grade_all_module().write_gradebook(path, questions(name, variant), rows)
 
 
+#: ``--help`` in a built kit's ``variants/`` folder (:data:`IN_KIT`): the kit's own commands, not the
+#: repository's (``tools/``, ``_build/``), which a kit does not have.
+KIT_HELP = """Draw a variant of the course's problem sets from a private seed, in the built kit (no
+repository needed): other numbers for sets 1 and 2, other inputs for every hidden test, and a written
+check drawn from the same seed, with solutions, rubrics and autograders that agree.
+
+    python variants/problem_sets.py --variant SEED                 # every set -> variant-SEED/
+    python variants/problem_sets.py --variant SEED ps1_measures    # one set
+
+Pick SEED yourself, eight digits or so that nobody can guess, and keep it private: with the seed and
+the book's public repository anyone can rebuild the variant's solutions. Run it in the kit's folder
+with its README.md's step 1 installs; about a minute. Hand out variant-SEED/'s student versions and
+grade with its grade_all.py. The kit's README.md ("Sets with other numbers") and the book's page
+"Problem sets and grading" say what a variant guards against, and what it does not."""
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="variants/problem_sets.py" if IN_KIT else None,
+        description=KIT_HELP if IN_KIT else __doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument(
         "names", nargs="*", help="sets to build (default: all); with --grade, NAME FILE..."
@@ -1352,7 +1378,12 @@ def main(argv=None) -> int:
         "variant the submission was built from",
     )
     ap.add_argument(
-        "--out", type=Path, default=None, help="default: _build/problem-sets[-variant-SEED]"
+        "--out",
+        type=Path,
+        default=None,
+        help="default: variant-SEED/ in the kit's folder"
+        if IN_KIT
+        else "default: _build/problem-sets[-variant-SEED]",
     )
     args = ap.parse_intermixed_args(argv)  # --csv FILE may come between NAME and the files
     out = args.out or variant_out(args.variant)
