@@ -44,7 +44,8 @@ a hand mark in the gradebook lies outside its range (:func:`mark_problems`: 1 ty
   are in, the report's column (``q5``) is their sum, or the readings' mean, replacing what it held
   (:func:`report_marks`); the feedback quotes the items, and a report read once at a band's edge is
   named for a second reading;
-* with ``--collate``, ``OUT/by-question/NAME-qN.md`` for each question graded by hand: every
+* with ``--collate``, ``OUT/by-question/NAME-qN.md`` for each question graded by hand: the
+  question's model answer and rubric from the set's rubric.md (folded), then every
   submission's answer to it, one after the other (:func:`write_collated`), its code's outputs from a
   rerun of the notebook (:func:`rerun`; ``--no-rerun`` keeps the saved ones), with a flag where a
   cell raises on rerun or does not reproduce its saved output (:func:`rerun_notes`).
@@ -628,6 +629,21 @@ def model_answers(rubric: Path) -> dict[str, str]:
     return found
 
 
+def rubric_sections(rubric: Path) -> dict[str, str]:
+    """Each question graded by hand's section of the set's ``rubric.md`` (from its ``## qN`` heading
+    to the next, heading left out): its model answer and rubric, or for the report its items and
+    calibration reports. ``{}`` where the file is missing."""
+    if not rubric.exists():
+        return {}
+    sections = re.split(r"^## ", rubric.read_text(), flags=re.M)[1:]
+    found = {}
+    for section in sections:
+        heading, _, body = section.partition("\n")
+        if re.fullmatch(r"q\d+[a-z]?", heading.split(maxsplit=1)[0] if heading else ""):
+            found[heading.split(maxsplit=1)[0]] = body.strip()
+    return found
+
+
 def _words(text: str) -> list[str]:
     """The words and symbols of an answer, in lower case, without Markdown's emphasis."""
     return re.findall(r"\w+|[^\s\w*_`]", text.lower())
@@ -867,6 +883,7 @@ def write_collated(
     files: list[Path],
     copies: dict[str, dict[str, str]] | None = None,
     reruns: dict[str, dict] | None = None,
+    rubric: dict[str, str] | None = None,
 ) -> list[Path]:
     """``out/by-question/NAME-qN.md`` for each question graded by hand: every submission's answer to
     it, one after the other, to mark a question across the class at once, with the figures its cells
@@ -874,8 +891,9 @@ def write_collated(
     answer is alike where :func:`near_copies` (``copies``) found it; the files written. With
     ``reruns`` (file name: the notebook executed again, :func:`rerun`), a code cell shows what it
     prints on rerun, and :func:`rerun_notes` flags a cell that raises now, or whose saved output
-    differs from the rerun's."""
-    copies, reruns = copies or {}, reruns or {}
+    differs from the rerun's. With ``rubric`` (:func:`rubric_sections`), each file opens with its
+    question's model answer and rubric, folded (an HTML ``<details>``, which Markdown viewers show)."""
+    copies, reruns, rubric = copies or {}, reruns or {}, rubric or {}
     folder = out / "by-question"
     folder.mkdir(parents=True, exist_ok=True)
     answers = {f.name: answers_by_hand(f) for f in files}
@@ -883,6 +901,15 @@ def write_collated(
     for q in (q for q in questions if q["manual"]):
         lines = [f"# {name}, {q['name']} ({_points(float(q['points']))}, graded by hand)", ""]
         lines += [f"Rubric: {name}/rubric.md. {len(files)} submissions.", ""]
+        if q["name"] in rubric:
+            lines += [
+                f"<details><summary>The model answer and rubric of {q['name']}</summary>",
+                "",
+                rubric[q["name"]],
+                "",
+                "</details>",
+                "",
+            ]
         figures = folder / f"{name}-{q['name']}-figures"
         for file, by_q in answers.items():
             save = _figure_writer(figures, Path(file).stem)
@@ -1208,7 +1235,15 @@ def main(argv: list[str] | None = None) -> int:
                     reruns[f.name] = rerun(f, args.name, args.timeout)
                 except NotGraded as exc:
                     print(f"grade_all: {f.name}: {exc}", file=sys.stderr)
-        written = write_collated(args.out, args.name, questions, files, copies, reruns)
+        written = write_collated(
+            args.out,
+            args.name,
+            questions,
+            files,
+            copies,
+            reruns,
+            rubric_sections(HERE / args.name / "rubric.md"),
+        )
         print(
             f"grade_all: {len(written)} files of answers by question in {args.out / 'by-question'}/"
         )

@@ -514,8 +514,13 @@ def test_near_copies_of_the_model_answer_or_between_students_are_named(tmp_path,
         "dee.ipynb": {"q1a": "eve.ipynb's answer (1.00)"},
         "eve.ipynb": {"q1a": "dee.ipynb's answer (1.00)"},
     }
-    written = grade_all.write_collated(tmp_path / "graded", name, qs, files, found)
+    sections = grade_all.rubric_sections(rubric)
+    assert set(sections) == with_model and model["q1b"] in sections["q1b"], sorted(sections)
+    written = grade_all.write_collated(tmp_path / "graded", name, qs, files, found, rubric=sections)
     q1b = next(p for p in written if p.stem.endswith("-q1b")).read_text()
+    head = q1b.split("## ann.ipynb")[0]  # the question's model answer and rubric open the file
+    assert "<details><summary>The model answer and rubric of q1b" in head, head
+    assert model["q1b"] in head and "**Rubric" in head, head
     ann, ben = q1b.split("## ann.ipynb")[1].split("## ben.ipynb")
     assert "**Near-copy: alike the model answer (" in ann and "Near-copy" not in ben, q1b
 

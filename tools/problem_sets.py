@@ -1064,8 +1064,9 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "A notebook that runs past `--timeout` seconds (default 900) is stopped, named and left "
         "out, like one otter cannot read; the exit status is then 1.",
         "",
-        "   To mark by hand: `--collate` also writes `graded/by-question/NAME-qN.md`, every student's "
-        "answer to one question graded by hand (with the figures it drew, and any error it raised), to mark it across the class with its rubric. "
+        "   To mark by hand: `--collate` also writes `graded/by-question/NAME-qN.md`, the question's "
+        "model answer and rubric (folded), then every student's answer to it (with the figures it "
+        "drew, and any error it raised), to mark it across the class. "
         "It runs each notebook again first, and shows what its code prints now: a cell that raises "
         "on rerun, or whose saved output it does not reproduce (the report's computation, say), is "
         "flagged above the answer (`--no-rerun` shows the saved outputs alone). Enter "

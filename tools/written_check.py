@@ -1194,8 +1194,14 @@ def _page(title: str, body: list[str]) -> str:
     )
 
 
+#: A one-set sheet (``--set N``) has a page for one question: each part's room to write grows by this
+#: factor (the sheet still prints on one page, every form; tests/test_kit_written_check.py).
+ONE_SET_ROOM = 1.6
+
+
 def sheet_html(qs: list[Question], variant: int | None, problem_set: int | None = None) -> str:
     title = _title(variant, False, problem_set)
+    room = 1.0 if problem_set is None else ONE_SET_ROOM
     body = [
         f"<h1>{html.escape(title)}</h1>",
         '<div class="who"><span>Name:</span><span>Student number:</span></div>',
@@ -1212,7 +1218,7 @@ def sheet_html(qs: list[Question], variant: int | None, problem_set: int | None 
             body += [
                 '<div class="part">',
                 f"<p><strong>({p.label})</strong> [{points_text(p.points)}] {_inline_html(p.ask)}</p>",
-                f'<div class="space" style="height: {p.space}mm"></div>',
+                f'<div class="space" style="height: {round(p.space * room)}mm"></div>',
                 "</div>",
                 *(["</div>"] if n == 0 else []),
             ]
