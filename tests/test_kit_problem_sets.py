@@ -698,7 +698,7 @@ def test_the_sets_build_and_grade_without_docker(built, tmp_path):
 def test_each_set_has_a_solution_sheet_without_its_tests_that_earns_full_marks(built, tmp_path):
     """NAME/solutions/NAME-solutions.ipynb (and .html), to hand to students after the deadline: every
     model answer of the solution notebook and no test (no case's code or message, public or hidden,
-    and no otter markup); graded as a submission, it earns every autograded point, so its code is
+    and no otter markup), executed (each computation prints its values, nothing raises); graded as a submission, it earns every autograded point, so its code is
     the solution's."""
     for name in SETS:
         folder = built / name / "solutions"
@@ -714,6 +714,17 @@ def test_each_set_has_a_solution_sheet_without_its_tests_that_earns_full_marks(b
         assert ">>> " not in text and "grader.check" not in text, f"{name}: a test in the sheet"
         code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
         assert "otter" not in code and "SOLUTION" not in code, f"{name}: otter markup in the sheet"
+        # executed: every cell that answers a computation (defines a function) prints its values
+        silent = [
+            "".join(c["source"])[:60]
+            for c in nb["cells"]
+            if c["cell_type"] == "code" and "def " in "".join(c["source"]) and not c["outputs"]
+        ]
+        assert not silent, f"{name}: cells of the sheet that show no numbers: {silent}"
+        errors = [
+            o for c in nb["cells"] for o in c.get("outputs", []) if o["output_type"] == "error"
+        ]
+        assert not errors, f"{name}: the sheet raises: {errors}"
         solution = json.loads((built / name / "autograder" / f"{name}.ipynb").read_text())
         answers = [
             "".join(c["source"])

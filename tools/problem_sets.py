@@ -810,7 +810,10 @@ def solution_sheet(result: Path, name: str) -> list[Path]:
     cells, otter's solution markers and answer cells, and the grading tool in the setup cell, which
     still installs softlin, so that the sheet runs top to bottom in Colab or Jupyter. The HTML
     (nbconvert's ``lab`` template, with the book's MathJax beside the sets: :func:`local_mathjax`)
-    is to read in a browser or post on a course page. Return both paths."""
+    is to read in a browser or post on a course page. Both are executed (nbclient, in the sheet's
+    folder), so that each computation shows its numbers (the sources' lines marked ``# SOLUTION NO
+    PROMPT``, which otter leaves out of the student version, print the answer at a few inputs); a cell
+    that raises stops the build, naming it. Return both paths."""
     import nbformat
     from nbconvert import HTMLExporter
 
@@ -837,7 +840,7 @@ def solution_sheet(result: Path, name: str) -> list[Path]:
         src = re.sub(r"<!-- (BEGIN|END) QUESTION -->\s*", "", src)
         if cell.cell_type == "code":
             src = SOLUTION_MARK.sub("", src)
-            src = re.sub(r"\s+# SOLUTION$", "", src, flags=re.M)
+            src = re.sub(r"\s+# SOLUTION( NO PROMPT)?$", "", src, flags=re.M)
             src = src.replace(' or importlib.util.find_spec("otter") is None', "")
             src = src.replace(" otter-grader==7.0.0", "")
             src = re.sub(r"^import otter\n|^grader = otter\.Notebook\(.*\)\n?", "", src, flags=re.M)
@@ -872,6 +875,7 @@ def solution_sheet(result: Path, name: str) -> list[Path]:
         raise SystemExit(f"problem_sets: {name}'s solution sheet still holds otter's markup")
     folder = result / "solutions"
     folder.mkdir(exist_ok=True)
+    execute_sheet(nb, folder, name)
     sheet = folder / f"{name}-solutions.ipynb"
     nbformat.write(nb, sheet)
     page = folder / f"{name}-solutions.html"
@@ -883,6 +887,28 @@ def solution_sheet(result: Path, name: str) -> list[Path]:
     body = re.sub(r'<script src="https://[^"]*require(\.min)?\.js"></script>', "", body)
     page.write_text(local_mathjax(body, "../../mathjax/startup.js"))
     return [sheet, page]
+
+
+def execute_sheet(nb, folder: Path, name: str, timeout: float = 600) -> None:
+    """Run the solution sheet ``nb`` in place, top to bottom, in ``folder`` (a kernel of the Python
+    that builds, over IPC: grade_all.py's ``local_kernel_manager``, which its reruns use). A cell that raises stops the build (SystemExit
+    naming set ``name``, the cell and the error): a sheet handed to students must run."""
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(folder)}},
+        kernel_manager_class=grade_all_module().local_kernel_manager(),
+    )
+    try:
+        client.execute()
+    except CellExecutionError as exc:
+        raise SystemExit(
+            f"problem_sets: {name}'s solution sheet raises when run: {str(exc)[-1500:]}"
+        ) from None
 
 
 #: Where a page whose own copy of MathJax is missing (the HTML alone, posted on a course page) takes it.
