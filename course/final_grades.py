@@ -42,7 +42,7 @@ The course grade is the sum of each part's weight times its share (points over p
 A set a student did not hand in counts 0 (it is named on stderr, in case the file was named
 otherwise). A grade is left empty, and the student named on stderr with what is missing, when a hand
 mark, the report's mark or a check's mark is not in yet, or a mark lies outside its range; the exit
-status is then 1. It writes ``FOLDER/course-grades.csv`` (or ``--out``): one row per student with
+status is then 1 (the parts whose marks are all in still show their percentages). It writes ``FOLDER/course-grades.csv`` (or ``--out``): one row per student with
 each part's points and percentage, the weights counted (``counted_percent``, 100) and the course
 grade in percent (one decimal), and prints the same table. A run that stops (a mark that is not a
 number, two rows for one student) removes the earlier output file, which would no longer match the
@@ -263,7 +263,16 @@ def course_row(
     row.update(dict.fromkeys(excused, EXCUSED))
     row.update(dict.fromkeys(COLUMNS[COLUMNS.index("sets_percent") :], ""))
     missing = wrong if interim else missing
-    if missing:
+    if missing:  # no course grade; the parts whose marks are all in still show their percentage
+        if not wrong:
+            sets_in = not any(m.startswith(SETS) for m in missing)
+            if sets_in and awarded is not None and sets_total:
+                row["sets_percent"] = f"{100 * awarded / sets_total:.1f}"
+            if report is not None:
+                row["report_percent"] = f"{100 * report / report_points:.1f}"
+            known = [marks[c] for c in CHECKS if marks[c] is not None]
+            if known and len(known) + len(excused) == len(CHECKS):
+                row["checks_percent"] = f"{100 * sum(known) / (CHECK_POINTS * len(known)):.1f}"
         return row, missing
     # each part counted: (weight, share); the sets weigh by the share of their points counted, and
     # the checks, of equal weight each, as one part over the checks counted, an excused check's

@@ -52,7 +52,8 @@ a hand mark in the gradebook lies outside its range (:func:`mark_problems`: 1 ty
 
 With ``--collate`` or ``--completion`` it also names near-copies (:func:`near_copies`): a written
 answer at least :data:`ALIKE` alike the model answer of the set's rubric.md (the solutions are
-public), or another student's, and one holding :data:`PARTLY` of the model answer (a part pasted).
+public), or another student's, and one pasting :data:`PARTLY` of the model answer's sentences
+(:func:`pasted`).
 They are named on stderr and in the collated file, and ``--completion`` leaves an answer holding the
 model answer, whole or in part, unmarked, for the grader to read. A ``--completion`` run writes
 feedback with the autograded points alone: its marks reach the feedback with ``--reuse``, once read.
@@ -537,7 +538,8 @@ PLACEHOLDER = "_Type your answer here, replacing this text._"
 def answered(cells: list[dict]) -> bool:
     """Whether a student wrote an answer in ``cells`` (:func:`answers_by_hand`'s cells of one
     question): a Markdown cell with text other than otter's :data:`PLACEHOLDER`, or a code cell with a
-    line that is neither empty, a comment nor ``...``."""
+    line that is neither empty, a comment nor ``...``, or whose comments hold a written answer (at
+    least :data:`THIN_WORDS` words: "# your answer" does not)."""
     for cell in cells:
         text = "".join(cell.get("source", [])).strip()
         if cell.get("cell_type") == "markdown" and text and text != PLACEHOLDER:
@@ -545,6 +547,9 @@ def answered(cells: list[dict]) -> bool:
         if cell.get("cell_type") == "code":
             lines = [ln.strip() for ln in text.splitlines()]
             if any(ln and not ln.startswith("#") and ln not in ("...", "pass") for ln in lines):
+                return True
+            comments = " ".join(ln.lstrip("#") for ln in lines if ln.startswith("#"))
+            if len(comments.split()) >= THIN_WORDS:
                 return True
     return False
 
@@ -604,10 +609,14 @@ def completion_marks(
 #: words changed scores above 0.9. A flag is for the grader to read, not a verdict.
 ALIKE = 0.8
 
-#: An answer holding at least this share of the model answer, but under :data:`ALIKE`, is named as
-#: holding it in part: half of a model answer pasted, the rest written around it, scores 0.4 to 0.65
-#: on the sets' model answers, the paraphrase of the tests about 0.38. A flag to read, like the others.
-PARTLY = 0.5
+#: An answer that pastes part of a model answer's sentences: at least this share of the model answer's
+#: prose (its words outside formulas) found verbatim in the answer's prose, in runs of at least
+#: :data:`PASTED_RUN` words, and at least two such runs' worth of words (:func:`pasted`). Formulas are
+#: left out because every right answer shares them: an answer written independently, formulas alike,
+#: scored 0.22 on set 1's question 2a (its model has 27 words of prose), an honest paraphrase 0; half
+#: of a model answer pasted, the rest the student's, scores 0.34 to 0.69 on the sets' model answers.
+PARTLY = 0.3
+PASTED_RUN = 6
 
 
 #: An answer is compared for near-copies from this many words and symbols (:func:`_words`) on.
@@ -668,6 +677,23 @@ def covers(answer: str, model: str) -> float:
     return sum(b.size for b in blocks) / max(len(ours), 1)
 
 
+def _prose(text: str) -> str:
+    """``text`` without its formulas (``$...$`` and ``$$...$$``)."""
+    return re.sub(r"\$\$.*?\$\$|\$[^$]*\$", " ", text, flags=re.S)
+
+
+def pasted(answer: str, model: str) -> tuple[float, int]:
+    """How much of ``model``'s prose ``answer`` pastes: the share of the model's prose words (formulas
+    left out, :func:`_prose`) that difflib finds in the answer's prose in runs of at least
+    :data:`PASTED_RUN` words, and how many words that is."""
+    import difflib
+
+    theirs, ours = _words(_prose(answer)), _words(_prose(model))
+    blocks = difflib.SequenceMatcher(None, theirs, ours, autojunk=False).get_matching_blocks()
+    words = sum(b.size for b in blocks if b.size >= PASTED_RUN)
+    return words / max(len(ours), 1), words
+
+
 def answer_text(cells: list[dict]) -> str:
     """A student's answer to one question (:func:`answers_by_hand`'s cells) as text: its Markdown but
     otter's placeholder, and its code."""
@@ -687,7 +713,8 @@ def near_copies(
     or are :func:`alike` another submission's, at ``threshold`` or more: ``{file name: {question:
     what it is alike}}``,
     e.g. ``{"bob.ipynb": {"q1a": "the model answer (0.93)"}}``, or ``"the model answer, in part
-    (0.62)"`` for an answer holding ``partly`` of it or more, but under ``threshold``. Blank answers, and answers of fewer
+    (0.45 of its sentences pasted)"`` for one that pastes ``partly`` of the model's prose or more
+    (:func:`pasted`). Blank answers, and answers of fewer
     than :data:`COPY_MIN_WORDS` words and symbols, are not compared (two "No." are not a copy); a
     derivation in formulas is (its symbols count)."""
     answers = {f.name: answers_by_hand(f) for f in files}
@@ -700,9 +727,14 @@ def near_copies(
             and len(_words(answer_text(cells))) >= COPY_MIN_WORDS
         }
         for name, text in texts.items():
-            if q in model and (score := covers(text, model[q])) >= partly:
-                part = "" if score >= threshold else ", in part"
-                found.setdefault(name, {})[q] = f"the model answer{part} ({score:.2f})"
+            if q in model and (score := covers(text, model[q])) >= threshold:
+                found.setdefault(name, {})[q] = f"the model answer ({score:.2f})"
+            elif q in model:
+                share, words = pasted(text, model[q])
+                if share >= partly and words >= 2 * PASTED_RUN:
+                    found.setdefault(name, {})[q] = (
+                        f"the model answer, in part ({share:.2f} of its sentences pasted)"
+                    )
         names = sorted(texts)
         for i, one in enumerate(names):
             for other in names[i + 1 :]:
@@ -884,6 +916,7 @@ def write_collated(
     copies: dict[str, dict[str, str]] | None = None,
     reruns: dict[str, dict] | None = None,
     rubric: dict[str, str] | None = None,
+    status: dict[str, dict[str, str]] | None = None,
 ) -> list[Path]:
     """``out/by-question/NAME-qN.md`` for each question graded by hand: every submission's answer to
     it, one after the other, to mark a question across the class at once, with the figures its cells
@@ -892,8 +925,10 @@ def write_collated(
     ``reruns`` (file name: the notebook executed again, :func:`rerun`), a code cell shows what it
     prints on rerun, and :func:`rerun_notes` flags a cell that raises now, or whose saved output
     differs from the rerun's. With ``rubric`` (:func:`rubric_sections`), each file opens with its
-    question's model answer and rubric, folded (an HTML ``<details>``, which Markdown viewers show)."""
-    copies, reruns, rubric = copies or {}, reruns or {}, rubric or {}
+    question's model answer and rubric, folded (an HTML ``<details>``, which Markdown viewers show).
+    ``status`` (``--completion``): per file and question, what the completion pass did, shown above
+    the answer ("marked for completion: 1.5", "left for you: ...")."""
+    copies, reruns, rubric, status = copies or {}, reruns or {}, rubric or {}, status or {}
     folder = out / "by-question"
     folder.mkdir(parents=True, exist_ok=True)
     answers = {f.name: answers_by_hand(f) for f in files}
@@ -925,6 +960,8 @@ def write_collated(
             cells = [t for t in (_cell_text(c, save, ran) for c, ran in shown) if t]
             blank = not cells or all("_Type your answer here" in t for t in cells)
             lines += [f"## {file}", ""]
+            if q["name"] in status.get(file, {}):
+                lines += [f"*Completion: {status[file][q['name']]}.*", ""]
             if q["name"] in copies.get(file, {}):
                 lines += [f"**Near-copy: alike {copies[file][q['name']]}.**", ""]
             lines += [f"**Rerun: {note}.**" for note in notes] + ([""] if notes else [])
@@ -933,6 +970,28 @@ def write_collated(
         path.write_text("\n".join(lines))
         written.append(path)
     return written
+
+
+def completion_status(book: dict, questions: list[dict], prefill: dict, copies: dict, args) -> dict:
+    """What ``--completion`` did with each hand-graded answer, for the collated files: the mark it
+    entered, or why it left the answer for the grader (a mark already in the gradebook, the question
+    left for its rubric, a thin answer, a near-copy of the model answer)."""
+    found: dict[str, dict[str, str]] = {}
+    for file, row in book.items():
+        for q in (q["name"] for q in questions if q["manual"]):
+            mark, entered = row.get(q, "").strip(), prefill.get(file, {}).get(q)
+            if q in args.except_question:
+                said = "left for you: marked by its rubric (--except-question)"
+            elif entered is not None and mark == entered:
+                said = f"marked for completion: {entered} (read it over)"
+            elif mark:
+                said = f"your mark in the gradebook: {mark}"
+            elif copies.get(file, {}).get(q, "").startswith("the model answer"):
+                said = "left for you: it holds the model answer (below)"
+            else:
+                said = f"left for you: a thin answer (under {THIN_WORDS} words, no code)"
+            found.setdefault(file, {})[q] = said
+    return found
 
 
 def _checks(n: int, kind: str) -> str:
@@ -1064,7 +1123,8 @@ def main(argv: list[str] | None = None) -> int:
         "--reuse",
         action="store_true",
         help="reuse otter's results of an earlier run (OUT/results/NAME/FILE/) instead of running "
-        "otter again: to rewrite the feedback with the hand marks entered in the gradebook since",
+        "otter again: to rewrite the feedback with the hand marks entered in the gradebook since "
+        "(a submission with no kept results is graded with otter, and named)",
     )
     parser.add_argument(
         "--collate",
@@ -1084,7 +1144,7 @@ def main(argv: list[str] | None = None) -> int:
         help="mark each question graded by hand for completion: its full points when the student "
         "wrote an answer, 0 otherwise, where its gradebook cell is still empty (read them over); an "
         f"answer of under {THIN_WORDS} words, one formula line at most and no code is named and "
-        f"left for you, and so is one holding {PARTLY:g} of the model answer or more (with --collate "
+        f"left for you, and so is one that holds the model answer or pastes part of its sentences (with --collate "
         "too: near-copies, of the model answer or between students, are named)",
     )
     parser.add_argument(
@@ -1127,6 +1187,12 @@ def main(argv: list[str] | None = None) -> int:
             results[f] = json.loads(kept.read_text())
             check_results(results[f], questions, args.name, kept)
             continue
+        if args.reuse:
+            print(
+                f"grade_all: {f.name}: no kept results in {kept.parent}: graded with otter now "
+                f"(up to --timeout, {args.timeout:g} s)",
+                file=sys.stderr,
+            )
         try:
             results[f] = run_otter(
                 autograder, f, args.out / "results" / args.name / f.stem, args.timeout
@@ -1187,8 +1253,8 @@ def main(argv: list[str] | None = None) -> int:
             for q, what in flagged.items()
         ]
         print(
-            f"grade_all: {file}: near-copies (at least {ALIKE:g} alike, or holding {PARTLY:g} of "
-            "the model answer), for you to read: " + "; ".join(said),
+            f"grade_all: {file}: near-copies (at least {ALIKE:g} alike, or {PARTLY:g} of the model "
+            "answer's sentences pasted), for you to read: " + "; ".join(said),
             file=sys.stderr,
         )
     (args.out / "feedback" / args.name).mkdir(parents=True, exist_ok=True)
@@ -1243,6 +1309,7 @@ def main(argv: list[str] | None = None) -> int:
             copies,
             reruns,
             rubric_sections(HERE / args.name / "rubric.md"),
+            completion_status(book, questions, prefill, copies, args) if args.completion else None,
         )
         print(
             f"grade_all: {len(written)} files of answers by question in {args.out / 'by-question'}/"

@@ -382,6 +382,11 @@ def test_completion_marks_give_full_points_to_a_written_answer_only(tmp_path, qu
     )
     marks = grade_all.completion_marks(nb, qs, skip=("q5",))
     points = {q["name"]: float(q["points"]) for q in qs}
+    # an answer written as comments in a code cell is an answer; "# your answer" is not
+    typed = "# The best scale balances the tilt, which grows with r, against the read-out b*/r,\n"
+    typed += "# so the ratio depends on d alone once tr Sigma factors out of the bracket."
+    assert grade_all.answered([{"cell_type": "code", "source": typed}])
+    assert not grade_all.answered([{"cell_type": "code", "source": "# your answer\n..."}])
     assert marks == {
         "q2a": f"{points['q2a']:g}",
         "q3a": "0",
@@ -495,8 +500,27 @@ def test_near_copies_of_the_model_answer_or_between_students_are_named(tmp_path,
     assert grade_all.covers(paraphrase, model["q1b"]) < 0.6, (
         "an honest paraphrase scores well under"
     )
+    # half of a model answer pasted, the rest the student's own: named as holding it in part; an
+    # answer written independently, its formulas alike the model's, is not
+    half = " ".join(model["q4"].split()[: len(model["q4"].split()) // 2])
+    half += " The rest I argue myself: the two limits agree only to first order in the tilt."
+    own = (
+        r"$E e^{aX} = \int_0^\infty \lambda e^{(a-\lambda)x}dx = \lambda/(\lambda-a)$ when "
+        r"$a<\lambda$ and infinite otherwise (including $a=\lambda$). So "
+        r"$\Lambda(a)=\log\lambda-\log(\lambda-a)$ and $T(a)=1/(\lambda-a)$ for $a<2$; the "
+        r"tilted law is Exp$(\lambda-a)$."
+    )
+    assert grade_all.covers(half, model["q4"]) < grade_all.ALIKE
+    files.append(
+        _notebook(tmp_path / "dan.ipynb", {"q4": [("markdown", half)], "q2a": [("markdown", own)]})
+    )
     found = grade_all.near_copies(files, qs, model)
-    assert set(found) == {"ann.ipynb", "ben.ipynb", "cy.ipynb"}, found
+    assert set(found) == {"ann.ipynb", "ben.ipynb", "cy.ipynb", "dan.ipynb"}, found
+    assert list(found["dan.ipynb"]) == ["q4"], found["dan.ipynb"]
+    assert found["dan.ipynb"]["q4"].startswith("the model answer, in part ("), found
+    assert grade_all.pasted(own, model["q2a"])[0] < grade_all.PARTLY
+    assert grade_all.pasted(paraphrase, model["q1b"])[0] < grade_all.PARTLY
+    files.pop()
     assert list(found["ann.ipynb"]) == ["q1b"] and found["ann.ipynb"]["q1b"].startswith(
         "the model answer ("
     ), found
@@ -636,3 +660,15 @@ def test_the_report_is_marked_item_by_item_in_its_sheet(tmp_path, questions):
         in (feedback.read_text())
         and quoted["ben.ipynb"] in feedback.read_text()
     )
+
+
+def test_a_missing_check_mark_leaves_the_other_parts_percentages(tmp_path, questions, capsys):
+    """A check not marked yet leaves the course grade empty, but the parts whose marks are all in
+    still show their percentages (the sets and the report), as computed by hand."""
+    _class_of_three(tmp_path, questions)
+    _checks(tmp_path, [["alice", 4, 4], ["bob", 2, ""], ["carol", 4, 0]])
+    assert final_grades.main([str(tmp_path)]) == 1
+    assert "bob: no grade yet: checks.csv: check2" in capsys.readouterr().err
+    bob = _grades(tmp_path / "course-grades.csv")["bob"]
+    assert bob["course_percent"] == "" and bob["checks_percent"] == "", bob
+    assert bob["sets_percent"] == "50.0" and bob["report_percent"] == "50.0", bob

@@ -861,7 +861,8 @@ def test_grade_all_writes_a_gradebook_and_feedback_without_the_tests(built, tmp_
     assert "run again with --reuse" in done.stderr, done.stderr[-2000:]
     run_grade_all(built, name, subs, tmp_path, "--reuse")
     assert f"Total: {total:g} of {total:g}" in own_feedback.read_text(), own_feedback.read_text()
-    # --except-question leaves a question for its rubric, and its near-copies are still named
+    # --except-question leaves a question for its rubric, and its near-copies are still named; the
+    # collated files say, above each answer, what the completion pass did with it
     done = run_grade_all(
         built,
         name,
@@ -871,10 +872,23 @@ def test_grade_all_writes_a_gradebook_and_feedback_without_the_tests(built, tmp_
         "--completion",
         "--except-question",
         "q4",
+        "--collate",
+        "--no-rerun",
         check=False,
     )
     copies = re.search(r"solution\.ipynb: near-copies.*", done.stderr)
     assert copies and "q4 alike the model answer" in copies[0], done.stderr[-3000:]
+    q4 = (out / "by-question" / f"{name}-q4.md").read_text().split("## own.ipynb")[1]
+    assert "*Completion: left for you: marked by its rubric (--except-question).*" in q4, q4
+    q1a = (out / "by-question" / f"{name}-q1a.md").read_text()
+    assert (
+        "*Completion: left for you: it holds the model answer (below).*"
+        in q1a.split("## solution.ipynb")[1].split("## ")[0]
+    ), q1a
+    assert (
+        "*Completion: marked for completion: 0 (read it over).*"
+        in q1a.split("## blank.ipynb")[1].split("## ")[0]
+    ), q1a
 
 
 def test_grade_all_merges_the_gradebook_keeps_hand_marks_and_collates_answers(built, tmp_path):

@@ -43,7 +43,8 @@ captions, headings with what follows them; code and printed output may continue 
 Beside the PDFs: the syllabus to edit (``syllabus.md``, its source without the site's label and print
 style, and ``syllabus.html``, the same rendered with markdown-it: Word, LibreOffice and Google Docs open
 it as a document to edit), and each lesson's slide deck printed one slide a page (``slides/NN_name.pdf``,
-reveal.js's ``?print-pdf`` view, every fragment shown; the page name ``slides`` prints them alone).
+reveal.js's ``?print-pdf`` view, every fragment shown), and with its speaker notes
+(``slides/NN_name-notes.pdf``); the page name ``slides`` prints them alone.
 
 ``--measure`` renders each PDF's pages as images (``pdftoppm`` of poppler-utils) and prints the blank
 fraction at the bottom of every page (:func:`blank_fractions`).
@@ -521,8 +522,10 @@ def editable_syllabus(root: Path, out: Path) -> list[Path]:
 
 def print_decks(site: Path, out: Path) -> list[dict]:
     """Print each lesson's deck (``site/slides/NN_name.html``) to ``out/slides/NN_name.pdf``, one
-    slide a page with every fragment shown (reveal.js's ``?print-pdf`` view); return {pdf, seconds}
-    per deck. Exit with a message when the site has no decks (build it: ``make book``)."""
+    slide a page with every fragment shown (reveal.js's ``?print-pdf`` view), and to
+    ``out/slides/NN_name-notes.pdf``, each slide followed by a page of its speaker notes (reveal.js's
+    ``showNotes=separate-page``), for the lecturer; return {pdf, seconds} per deck, the notes' PDF
+    under ``notes``. Exit with a message when the site has no decks (build it: ``make book``)."""
     from playwright.sync_api import sync_playwright
 
     decks = [
@@ -542,14 +545,26 @@ def print_decks(site: Path, out: Path) -> list[dict]:
         context.route(re.compile(r"^(https?|wss?)://"), lambda route: route.abort())
         for deck in decks:
             t0 = time.perf_counter()
-            page = context.new_page()
-            page.goto(deck.as_uri() + "?print-pdf", wait_until="load")
-            page.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=60_000)
-            page.wait_for_timeout(300)
-            target = out / SLIDES / f"{deck.stem}.pdf"
-            target.write_bytes(page.pdf(print_background=True, prefer_css_page_size=True))
-            page.close()
-            written.append({"pdf": target, "seconds": time.perf_counter() - t0})
+            printed = {}
+            for suffix, query in (
+                ("", "?print-pdf"),
+                ("-notes", "?print-pdf&showNotes=separate-page"),
+            ):
+                page = context.new_page()
+                page.goto(deck.as_uri() + query, wait_until="load")
+                page.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=60_000)
+                page.wait_for_timeout(300)
+                target = out / SLIDES / f"{deck.stem}{suffix}.pdf"
+                target.write_bytes(page.pdf(print_background=True, prefer_css_page_size=True))
+                page.close()
+                printed[suffix] = target
+            written.append(
+                {
+                    "pdf": printed[""],
+                    "notes": printed["-notes"],
+                    "seconds": time.perf_counter() - t0,
+                }
+            )
         browser.close()
     return written
 
@@ -567,7 +582,7 @@ README = """# Handouts (A4 PDFs, printed from the built site)
 - `reading/`: each lesson without its code cells' input (figures and printed results kept), the
   lighter reading handout to print before a session.
 - `slides/`: each lesson's deck, one slide a page (every step shown), to project without the site or
-  to annotate.
+  to annotate; `NN_name-notes.pdf`, each slide followed by its speaker notes, for the lecturer.
 - `instructor/`: for the lecturer only: the term on one page (`term_checklist.pdf`), and the run
   sheets, one page per session.
 """
@@ -607,7 +622,8 @@ def main(argv=None) -> int:
             print(f"{path}: to edit")
     for deck in print_decks(site, out) if SLIDES in pages else []:
         print(
-            f"{deck['pdf']}: {deck['pdf'].stat().st_size / 1e6:.2f} MB in {deck['seconds']:.1f} s"
+            f"{deck['pdf']}: {deck['pdf'].stat().st_size / 1e6:.2f} MB, and {deck['notes'].name} "
+            f"with the speaker notes, in {deck['seconds']:.1f} s"
         )
     failed = False
     for done in printed:

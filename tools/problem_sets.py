@@ -850,6 +850,10 @@ def solution_sheet(result: Path, name: str) -> list[Path]:
             src = src.replace(" where both are installed", " where it is installed")
             src = re.sub(r" Then load the checks of this problem set\.", "", src)
             cell.outputs, cell.execution_count = [], None
+        if cell.cell_type == "code" and all(
+            line.strip().startswith("#") or line.strip() in ("", "...") for line in src.splitlines()
+        ):  # a cell left for the student's own code (the report's computation)
+            continue
         if not src.strip():
             continue
         cell.source = src.rstrip()
@@ -1040,7 +1044,8 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         f"| once | `pip install torch=={TORCH} --index-url https://download.pytorch.org/whl/cpu`, then "
         "`pip install otter-grader==7.0.0 ipykernel scipy ./softlin-*.whl` |",
         "| before term: does grading work? | `python grade_all.py ps1_measures "
-        "ps1_measures/autograder/ps1_measures.ipynb --out trial` (full marks) |",
+        "ps1_measures/autograder/ps1_measures.ipynb --out trial` (every autograded point; its "
+        "hand-graded answers, the model answers, are flagged as copies) |",
         "| a ten-minute check on set N | `python written_check.py --seed SEED --set N` (SEED: "
         "private, eight digits, new each time) |",
         "| after set N's deadline | `python grade_all.py NAME setN/ --collate --completion` (set 3: "
