@@ -108,10 +108,28 @@ def _number(text: str, what: str) -> float | None:
         raise SystemExit(f"final_grades: {what} is {text!r}, expected a number") from None
 
 
+def delimiter(path: Path) -> str:
+    """``;`` for a CSV file whose first line has semicolons and no comma (a spreadsheet saved where the
+    decimal mark is a comma), else ``,``; as grade_all.py reads it."""
+    first = path.read_text().split("\n", 1)[0] if path.exists() else ""
+    return ";" if ";" in first and "," not in first else ","
+
+
+def _decimal(row: dict, sep: str) -> dict:
+    """``row`` with a semicolon file's decimal commas (``1,5``) read as points (``1.5``), in place."""
+    if sep == ";":
+        for key, value in row.items():
+            if isinstance(value, str) and re.fullmatch(r"-?\d+,\d+", value.strip()):
+                row[key] = value.strip().replace(",", ".")
+    return row
+
+
 def read_gradebook(path: Path) -> dict[str, dict]:
-    """The rows of a set's gradebook, by student (the file's name without ``.ipynb``)."""
+    """The rows of a set's gradebook, by student (the file's name without ``.ipynb``); comma or
+    semicolon separated (:func:`delimiter`)."""
+    sep = delimiter(path)
     with path.open(newline="") as handle:
-        reader = csv.DictReader(handle)
+        reader = csv.DictReader(handle, delimiter=sep)
         needed = {"file", "total_awarded", "total_possible"}
         if not reader.fieldnames or not needed <= set(reader.fieldnames):
             raise SystemExit(
@@ -123,14 +141,15 @@ def read_gradebook(path: Path) -> dict[str, dict]:
             student = Path(row["file"]).stem.lower()  # Dave.ipynb and dave.ipynb: one student
             if student in rows:
                 raise SystemExit(f"final_grades: {path} has two rows for {student!r}")
-            rows[student] = row
+            rows[student] = _decimal(row, sep)
         return rows
 
 
 def read_checks(path: Path) -> dict[str, dict]:
-    """The checks' marks, by student."""
+    """The checks' marks, by student; comma or semicolon separated (:func:`delimiter`)."""
+    sep = delimiter(path)
     with path.open(newline="") as handle:
-        reader = csv.DictReader(handle)
+        reader = csv.DictReader(handle, delimiter=sep)
         needed = ["student", *CHECKS]
         if not reader.fieldnames or not set(needed) <= set(reader.fieldnames):
             raise SystemExit(
@@ -143,7 +162,7 @@ def read_checks(path: Path) -> dict[str, dict]:
                 continue
             if student in rows:
                 raise SystemExit(f"final_grades: {path} has two rows for {student!r}")
-            rows[student] = row
+            rows[student] = _decimal(row, sep)
         return rows
 
 

@@ -334,6 +334,27 @@ def write_gradebook(path: Path, questions: list[dict], rows: list[tuple[str, dic
             writer.writerow(gradebook_row(file, questions, awarded))
 
 
+def delimiter(path: Path) -> str:
+    """The field separator of the CSV file ``path``: ``;`` where its first line has semicolons and no
+    comma (a spreadsheet saved in a locale whose decimal mark is a comma, as Excel does in much of
+    Europe), else ``,``. The file is read and written back with it, and a semicolon file's marks
+    with their decimal comma (``1,5``: :func:`_decimal`)."""
+    first = path.read_text().split("\n", 1)[0] if path.exists() else ""
+    return ";" if ";" in first and "," not in first else ","
+
+
+def _decimal(row: dict, sep: str, to: str) -> dict:
+    """``row`` with its decimal numbers written with ``to`` (``.`` or ``,``) as their decimal mark,
+    in a semicolon-separated file (``sep``; :func:`delimiter`) only, whose spreadsheet writes
+    ``1,5``; in place. Returns ``row``."""
+    if sep == ";":
+        other = "," if to == "." else "."
+        for key, value in row.items():
+            if isinstance(value, str) and re.fullmatch(rf"-?\d+\{other}\d+", value.strip()):
+                row[key] = value.strip().replace(other, to)
+    return row
+
+
 def merge_gradebook(
     path: Path,
     questions: list[dict],
@@ -342,7 +363,8 @@ def merge_gradebook(
     entered: dict[str, dict[str, str]] | None = None,
 ) -> list[dict]:
     """Write ``rows`` into the gradebook ``path``, keeping what it already holds: the rows of the files
-    not graded now stay as they are, and a regraded file keeps the hand marks filled in (its columns of
+    not graded now stay as they are (a gradebook saved with semicolons, :func:`delimiter`, is read
+    and written back so), and a regraded file keeps the hand marks filled in (its columns of
     questions graded by hand, ``manual_awarded`` and ``comments``), while its autograded columns are rewritten; new
     files are appended. A gradebook whose columns are not this set's is left alone (SystemExit).
     ``prefill`` (``--completion``, :func:`completion_marks`): per file, hand marks to enter where its
@@ -351,15 +373,16 @@ def merge_gradebook(
     gradebook's rows, as dicts of its columns."""
     header = gradebook_header(questions)
     kept: dict[str, dict] = {}
+    sep = delimiter(path)
     if path.exists():
         with open(path, newline="") as handle:
-            reader = csv.DictReader(handle)
+            reader = csv.DictReader(handle, delimiter=sep)
             if reader.fieldnames != header:
                 raise SystemExit(
                     f"grade_all: {path} has the columns {reader.fieldnames}, not this set's "
                     f"{header}; move it aside (it is not overwritten)"
                 )
-            kept = {row["file"]: row for row in reader}
+            kept = {row["file"]: _decimal(row, sep, ".") for row in reader}
     by_hand = [q["name"] for q in questions if q["manual"]] + ["manual_awarded", COMMENTS]
     for file, awarded in rows:
         row = dict(zip(header, gradebook_row(file, questions, awarded)))
@@ -375,17 +398,18 @@ def merge_gradebook(
     for row in kept.values():
         add_up(row, questions)
     with open(path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=header)
+        writer = csv.DictWriter(handle, fieldnames=header, delimiter=sep)
         writer.writeheader()
-        writer.writerows(kept.values())
+        writer.writerows(_decimal(dict(row), sep, ",") for row in kept.values())
     return list(kept.values())
 
 
 def mark_problems(row: dict, questions: list[dict]) -> list[str]:
     """The hand marks of a gradebook row that lie outside their range: each question's mark must lie
     between 0 and its points, and ``manual_awarded``, when the grader typed it, between 0 and
-    ``manual_possible``. One line per mark out of range ("q1b = 1, expected 0 to 0.5"); a mark that is
-    not a number is :func:`add_up`'s error."""
+    ``manual_possible``. One line per mark out of range ("q1b = 1, expected 0 to 0.5") or that is not
+    a number ("q1b = '0,5', expected a number from 0 to 0.5, with a decimal point"): the row then gets
+    no total and its feedback no hand mark (:func:`add_up`), as for a mark out of range."""
     problems = []
     limits = [(q["name"], float(q["points"])) for q in questions if q["manual"]]
     limits.append(("manual_awarded", sum(p for _, p in limits)))
@@ -394,6 +418,9 @@ def mark_problems(row: dict, questions: list[dict]) -> list[str]:
         try:
             bad = typed and not 0 <= float(typed) <= most
         except ValueError:
+            problems.append(
+                f"{name} = {typed!r}, expected a number from 0 to {most:g}, with a decimal point"
+            )
             continue
         if bad:
             problems.append(f"{name} = {typed}, expected 0 to {most:g}")
@@ -443,21 +470,22 @@ def report_sheet(out: Path, name: str, files: list[str]) -> list[dict]:
     its rows."""
     path = out / f"report-marks-{name}.csv"
     rows: list[dict] = []
+    sep = delimiter(path)
     if path.exists():
         with path.open(newline="") as handle:
-            reader = csv.DictReader(handle)
+            reader = csv.DictReader(handle, delimiter=sep)
             if reader.fieldnames != list(SHEET):
                 raise SystemExit(
                     f"grade_all: {path} has the columns {reader.fieldnames}, expected {list(SHEET)}; "
                     "move it aside (it is not overwritten)"
                 )
-            rows = list(reader)
+            rows = [_decimal(row, sep, ".") for row in reader]
     have = {row["file"] for row in rows}
     rows += [dict.fromkeys(SHEET, "") | {"file": f, "reader": "1"} for f in files if f not in have]
     with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=SHEET)
+        writer = csv.DictWriter(handle, fieldnames=SHEET, delimiter=sep)
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows(_decimal(dict(row), sep, ",") for row in rows)
     return rows
 
 
@@ -1348,7 +1376,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"grade_all: hand marks still missing for {unmarked}", file=sys.stderr)
     for name, problems in out_of_range.items():  # last, where it is read
         print(
-            f"grade_all: {name}: hand marks out of range, left out of its total and feedback until "
+            f"grade_all: {name}: hand marks out of range or not numbers, left out of its total and feedback until "
             f"corrected in {gradebook}: {'; '.join(problems)}",
             file=sys.stderr,
         )

@@ -672,3 +672,59 @@ def test_a_missing_check_mark_leaves_the_other_parts_percentages(tmp_path, quest
     bob = _grades(tmp_path / "course-grades.csv")["bob"]
     assert bob["course_percent"] == "" and bob["checks_percent"] == "", bob
     assert bob["sets_percent"] == "50.0" and bob["report_percent"] == "50.0", bob
+
+
+def test_a_hand_mark_that_is_not_a_number_is_named_and_feeds_no_total(questions):
+    """A mark typed "0,5" (a decimal comma) is named with what is expected, and the row gets no total,
+    as for a mark out of range, instead of stopping the run and leaving the earlier totals."""
+    grade_all = problem_sets.grade_all_module()
+    qs = questions["ps1_measures"]
+    manual = [q for q in qs if q["manual"]]
+    row = dict.fromkeys(grade_all.gradebook_header(qs), "")
+    row.update(file="eve.ipynb", auto_awarded="3", total_awarded="9", manual_awarded="6")
+    row.update({q["name"]: f"{q['points']:g}" for q in manual})
+    row[manual[0]["name"]] = "0,5"
+    problems = grade_all.mark_problems(row, qs)
+    assert problems == [
+        f"{manual[0]['name']} = '0,5', expected a number from 0 to {manual[0]['points']:g}, "
+        "with a decimal point"
+    ], problems
+    grade_all.add_up(row, qs)
+    assert row["total_awarded"] == "" and row["manual_awarded"] == "", row
+
+
+def test_gradebooks_saved_with_semicolons_and_decimal_commas_are_read_and_kept_so(
+    tmp_path, questions, capsys
+):
+    """A spreadsheet in a locale whose decimal mark is a comma saves CSV with semicolons and writes
+    1,5. grade_all.py merges such a gradebook and writes it back the same way, its marks read as
+    numbers; final_grades.py reads it, and a checks.csv saved so, to the same grades as with commas."""
+    grade_all = problem_sets.grade_all_module()
+    _class_of_three(tmp_path, questions)
+    assert final_grades.main([str(tmp_path)]) == 0
+    before = _grades(tmp_path / "course-grades.csv")
+    for path in tmp_path.glob("*.csv"):
+        if path.name == "course-grades.csv":
+            continue
+        with path.open(newline="") as handle:
+            rows = list(csv.reader(handle))
+        with path.open("w", newline="") as handle:
+            csv.writer(handle, delimiter=";").writerows(
+                [
+                    [c.replace(".", ",") if re.fullmatch(r"-?\d+\.\d+", c) else c for c in r]
+                    for r in rows
+                ]
+            )
+    book = tmp_path / "grades-ps1_measures.csv"
+    assert grade_all.delimiter(book) == ";" and "1,5" in book.read_text()
+    assert final_grades.main([str(tmp_path)]) == 0, capsys.readouterr().err
+    assert _grades(tmp_path / "course-grades.csv") == before
+    # grade_all merges it: the hand marks kept, the sums added, semicolons and commas kept
+    qs = questions["ps1_measures"]
+    auto = {q["name"]: float(q["points"]) for q in qs if not q["manual"]}
+    rows = grade_all.merge_gradebook(book, qs, [("alice.ipynb", auto)])
+    alice = next(r for r in rows if r["file"] == "alice.ipynb")
+    assert float(alice["total_awarded"]) == 10, alice
+    text = book.read_text()
+    assert text.splitlines()[0].count(";") > 5 and "," not in text.splitlines()[0], text[:200]
+    assert ";1,5;" in text, text[:400]

@@ -1101,7 +1101,8 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "It runs each notebook again first, and shows what its code prints now: a cell that raises "
         "on rerun, or whose saved output it does not reproduce (the report's computation, say), is "
         "flagged above the answer (`--no-rerun` shows the saved outputs alone). Enter "
-        "the marks in the gradebook, then `python grade_all.py NAME submissions/ --reuse` rewrites "
+        "the marks in the gradebook (a spreadsheet may save it with semicolons and decimal commas, "
+        "`1,5`: it is read, and written back, so), then `python grade_all.py NAME submissions/ --reuse` rewrites "
         "the feedback with them (from the kept results, without running otter again).",
         "",
         "   One submission by hand: `mkdir -p results/FILE && otter run -a "
