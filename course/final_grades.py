@@ -457,6 +457,12 @@ def _grades(args, ap, folder: Path, out: Path) -> int:
         if missing:
             status = 1
             print(f"final_grades: {student}: no grade yet: {'; '.join(missing)}", file=sys.stderr)
+        elif args.interim and not row["course_percent"]:  # a late student, say: named, not silent
+            print(
+                f"final_grades: {student}: nothing counted yet (no set with all its hand marks in, "
+                "no report mark, no check mark)",
+                file=sys.stderr,
+            )
         rows.append(row)
     with out.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=COLUMNS)

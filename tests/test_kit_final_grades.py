@@ -287,6 +287,13 @@ def test_interim_grades_count_only_what_is_in(tmp_path, questions, capsys):
         assert row["report"] == "" and row["check2"] == "", (student, row)
     assert got["bob"]["sets_possible"] == "10" and got["bob"]["sets_awarded"] == "5", got["bob"]
     assert got["carol"]["sets_possible"] == "0" and got["carol"]["sets_percent"] == "", got["carol"]
+    # a late student with nothing marked yet: a blank row, named on stderr, not silent
+    marks["dee"] = dict(carol)
+    _gradebook(tmp_path, "ps1_measures", qs, marks)
+    assert final_grades.main([str(tmp_path), "--interim"]) == 0
+    err = capsys.readouterr().err
+    assert "dee: nothing counted yet" in err, err
+    assert _grades(tmp_path / "interim-grades.csv")["dee"]["course_percent"] == ""
 
 
 def test_interim_grades_with_every_part_in_are_the_final_grades(tmp_path, questions, capsys):
