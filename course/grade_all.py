@@ -985,8 +985,11 @@ def write_collated(
                     (now, "on rerun") if before.get("cell_type") == "code" else (before, "")
                     for before, now in zip(submitted, again)
                 ]
-            cells = [t for t in (_cell_text(c, save, ran) for c, ran in shown) if t]
-            blank = not cells or all("_Type your answer here" in t for t in cells)
+            # otter's placeholder, left beside an answer written in other cells, is not shown
+            cells = [
+                t for t in (_cell_text(c, save, ran) for c, ran in shown) if t and t != PLACEHOLDER
+            ]
+            blank = not cells
             lines += [f"## {file}", ""]
             if q["name"] in status.get(file, {}):
                 lines += [f"*Completion: {status[file][q['name']]}.*", ""]
