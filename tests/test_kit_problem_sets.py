@@ -402,7 +402,7 @@ def test_the_autograder_config_lists_what_the_sets_import():
         config = yaml.safe_load(nb.cells[0].source)
         assert config["requirements"] == [
             problem_sets.CPU_TORCH_INDEX,
-            "torch",
+            f"torch=={problem_sets.TORCH}",
             "scipy",
             f"softlin @ git+{url}@{commit}",
         ], name
@@ -645,7 +645,7 @@ def test_the_sets_build_and_grade_without_docker(built, tmp_path):
             env = yaml.safe_load(z.read("environment.yml"))
         pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
         assert "git" in env["dependencies"], (name, "pip needs git for softlin's URL")
-        assert "torch" in pip and "scipy" in pip, (name, pip)
+        assert f"torch=={problem_sets.TORCH}" in pip and "scipy" in pip, (name, pip)
         assert any(p.startswith("softlin @ git+") for p in pip), (name, pip)
         solution = problem_sets.grade(name, result / "autograder" / f"{name}.ipynb", built)
         blank = problem_sets.grade(name, result / "student" / f"{name}.ipynb", built)

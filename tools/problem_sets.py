@@ -618,14 +618,15 @@ CPU_TORCH_INDEX = "--extra-index-url https://download.pytorch.org/whl/cpu"
 #: The torch the kit was built and tested with (requirements.txt's pin; a test keeps them equal), which
 #: the README's install names: a later torch should do, this one is known to.
 TORCH = "2.13.0"
-AUTOGRADER_PACKAGES = (CPU_TORCH_INDEX, "torch", "scipy")
+AUTOGRADER_PACKAGES = (CPU_TORCH_INDEX, f"torch=={TORCH}", "scipy")
 
 
 def add_requirements(nb, name: str = "set"):
     """Make the assignment config of ``nb`` (its ``# ASSIGNMENT CONFIG`` raw cell) list the packages the
     sets import, so that ``otter assign`` puts them in ``autograder.zip`` (in place; run after
-    :func:`pin_setup`). otter's own requirements (otter-grader) are kept, and these are added: torch (from the CPU
-    build's index, :data:`CPU_TORCH_INDEX`), scipy and ``softlin`` from the same URL and commit as the setup cell's install. They matter only
+    :func:`pin_setup`). otter's own requirements (otter-grader) are kept, and these are added: torch
+    at :data:`TORCH`, the version the sets are tested with (from the CPU build's index,
+    :data:`CPU_TORCH_INDEX`), scipy and ``softlin`` from the same URL and commit as the setup cell's install. They matter only
     where the zip builds its own environment (Gradescope); ``--grade`` uses this one."""
     configs = [
         c for c in nb.cells if c.cell_type == "raw" and c.source.startswith("# ASSIGNMENT CONFIG")
