@@ -1045,8 +1045,7 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         f"| once | `pip install torch=={TORCH} --index-url https://download.pytorch.org/whl/cpu`, then "
         "`pip install otter-grader==7.0.0 ipykernel scipy ./softlin-*.whl` |",
         "| before term: does grading work? | `python grade_all.py ps1_measures "
-        "ps1_measures/autograder/ps1_measures.ipynb --out trial` (every autograded point; its "
-        "hand-graded answers, the model answers, are flagged as copies) |",
+        "ps1_measures/autograder/ps1_measures.ipynb --out trial` (every autograded point) |",
         "| a ten-minute check on set N | `python written_check.py --seed SEED --set N` (SEED: "
         "private, eight digits, new each time) |",
         "| after set N's deadline | `python grade_all.py NAME setN/ --collate --completion` (set 3: "
