@@ -582,6 +582,58 @@ def answered(cells: list[dict]) -> bool:
     return False
 
 
+CHECK = re.compile(r"""grader\.check\(\s*["'](q\w+)["']\s*\)""")
+
+
+def _placeholder_only(source: str) -> bool:
+    """Whether a code cell's ``source`` is still the student version's template: nothing but ``...``,
+    ``name = ...``, a bare name, comments, and ``def`` headers whose body is a docstring and ``...``
+    (or ``pass``). Code that does not parse counts as an answer (something was typed)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+
+    def empty(node: ast.stmt) -> bool:
+        if isinstance(node, ast.Pass):
+            return True
+        if isinstance(node, ast.Expr):
+            return isinstance(node.value, ast.Name) or (
+                isinstance(node.value, ast.Constant)
+                and (node.value.value is Ellipsis or isinstance(node.value.value, str))
+            )
+        if isinstance(node, ast.Assign):
+            return isinstance(node.value, ast.Constant) and node.value.value is Ellipsis
+        if isinstance(node, ast.FunctionDef):
+            return all(empty(n) for n in node.body)
+        return False
+
+    return all(empty(node) for node in tree.body)
+
+
+def unanswered_autograded(notebook: Path | dict) -> set[str]:
+    """The autograded questions of ``notebook`` (a file, or a notebook already read) whose answer
+    cells, the code cells just above the question's ``grader.check("qN")`` cell, all still hold the
+    student version's template (:func:`_placeholder_only`). Their feedback says "not answered"
+    rather than quoting the errors a missing answer raises in the checks."""
+    nb = notebook if isinstance(notebook, dict) else json.loads(notebook.read_text())
+    cells, found = nb.get("cells", []), set()
+    for k, cell in enumerate(cells):
+        m = CHECK.search("".join(cell.get("source", [])))
+        if cell.get("cell_type") != "code" or not m:
+            continue
+        answers = []
+        for above in reversed(cells[:k]):
+            if above.get("cell_type") != "code" or CHECK.search("".join(above.get("source", []))):
+                break
+            answers.append("".join(above.get("source", [])))
+        if answers and all(_placeholder_only(a) for a in answers):
+            found.add(m[1])
+    return found
+
+
 #: A written answer with fewer words than this outside its formulas, no code and at most one line of
 #: formula is too thin to pass for completion unread ("I think it is linear.", a bare "r = 1"): see
 #: :func:`thin`. A sentence or two of explanation, or a derivation of two lines, passes.
@@ -1029,6 +1081,15 @@ def _checks(n: int, kind: str) -> str:
     return f"{n} {kind} check" + ("" if n == 1 else "s")
 
 
+def _unanswered(notebook: Path) -> set[str]:
+    """:func:`unanswered_autograded` of a submission, or none when it cannot be read as a notebook
+    (its feedback then lists the checks that failed, as for any other answer)."""
+    try:
+        return unanswered_autograded(notebook)
+    except (OSError, ValueError, AttributeError, TypeError):
+        return set()
+
+
 def write_feedback(
     path: Path,
     name: str,
@@ -1041,6 +1102,7 @@ def write_feedback(
     errors: dict[str, list[str]] | None = None,
     comments: str = "",
     report: str = "",
+    unanswered: set[str] | frozenset[str] = frozenset(),
 ) -> None:
     """The student's feedback file ``path`` (Markdown), from :func:`feedback`'s three parts: per
     question its points, how many public and hidden checks failed, and the failed public checks'
@@ -1048,7 +1110,9 @@ def write_feedback(
     ``{question: (mark, possible)}``, listed after the autograded points; ``total``: the set's total
     (awarded, possible) once the gradebook has it; ``errors``: :func:`raised`'s errors, by question;
     ``comments``: the grader's comments from the gradebook, quoted at the top; ``report``: the
-    report's items as :func:`report_marks` gives them, after the hand marks."""
+    report's items as :func:`report_marks` gives them, after the hand marks; ``unanswered``: the
+    autograded questions left as the template (:func:`unanswered_autograded`), said to be not
+    answered instead of their failed checks and errors."""
     errors = errors or {}
     got = sum(p for p, _ in points.values())
     possible = sum(m for _, m in points.values())
@@ -1088,7 +1152,7 @@ def write_feedback(
             f"each 0, 0.5 or 1; two readings are separated by /): {report}.",
             "",
         ]
-    if public_failed or hidden_failed:
+    if any(q not in unanswered for q in (*public_failed, *hidden_failed)):
         lines += [
             'The public checks are those in your notebook: `grader.check("q1")` runs question q1\'s. '
             "The hidden checks try other inputs; only how many of them failed is given here. A "
@@ -1101,6 +1165,13 @@ def write_feedback(
         if not public and not hidden:
             continue
         p, m = points[q]
+        if q in unanswered:
+            lines += [
+                f"**{q}** ({p:g} of {_points(m)}): not answered (its answer cell still holds the "
+                "`...` of the blank set).",
+                "",
+            ]
+            continue
         lines += [f"**{q}** ({p:g} of {_points(m)}):", ""]
         if errors.get(q):
             lines += ["Your code raised an error in its checks:", ""]
@@ -1315,6 +1386,7 @@ def main(argv: list[str] | None = None) -> int:
             raised(results[f]),
             row[COMMENTS],
             "" if args.completion else report_items.get(f.name, ""),
+            _unanswered(f),
         )
         total = sum(p for p, _ in points.values())
         most = sum(m for _, m in points.values())

@@ -824,8 +824,11 @@ def test_grade_all_writes_a_gradebook_and_feedback_without_the_tests(built, tmp_
     assert [r[1:] for r in ours[1:]] == [r[1:] for r in theirs[1:]], (ours, theirs)
     assert [r[0] for r in ours[1:]] == ["blank.ipynb", "solution.ipynb"]
     blank = (out / "feedback" / name / "blank.md").read_text()
-    assert "public checks failed:" in blank and "hidden checks failed." in blank, blank
-    assert "0 of" in blank, blank
+    # every autograded answer of the blank copy is still "...": said so, without the errors the
+    # missing answers raise in the checks (a TypeError on None would only puzzle its student)
+    for q in (q["name"] for q in questions if not q["manual"]):
+        assert re.search(rf"\*\*{q}\*\* \(0 of [^)]*\): not answered", blank), (q, blank)
+    assert "Error" not in blank and "0 of" in blank, blank
     for text in (blank, (out / "feedback" / name / "solution.md").read_text()):
         assert not re.search(r"\bassert\b|Trying:|Traceback|_quad|torch\.", text), text
         for message in _hidden_messages(built, name):  # the blank copy fails every hidden check
@@ -1222,6 +1225,49 @@ def test_feedback_names_the_errors_the_students_code_raised(tmp_path):
     assert "Comments: Good start; see the rubric on q1a." in text, text
     with pytest.raises(ValueError, match=r"timeout: got 0 seconds, expected a positive"):
         grade_all.run_otter(tmp_path / "a.zip", tmp_path / "f.ipynb", tmp_path / "r", timeout=0)
+
+
+def test_feedback_says_not_answered_for_an_answer_left_blank(tmp_path):
+    """An autograded answer still as the blank set has it (``...``, a ``def`` with only its docstring
+    and ``...``) is named "not answered" in the feedback, not by the TypeError its None raises in
+    the checks; one line of work makes it an answer, whose errors are quoted as before."""
+    grade_all = problem_sets.grade_all_module()
+
+    def code(text):
+        return {"cell_type": "code", "source": text, "metadata": {}}
+
+    blank_def = 'def f(a):\n    """The output."""\n    ...'
+    nb = {
+        "cells": [
+            {"cell_type": "markdown", "source": "**Question 1 (1 point)**", "metadata": {}},
+            code(blank_def),
+            code('grader.check("q1")'),
+            {"cell_type": "markdown", "source": "**Question 2 (1 point)**", "metadata": {}},
+            code("x = ...\nx"),
+            code('grader.check("q2")'),
+            {"cell_type": "markdown", "source": "**Question 3 (1 point)**", "metadata": {}},
+            code(blank_def.replace("...", "return 2 * a")),
+            code("grader.check('q3')"),
+            code("y = 1 +"),  # does not parse: typed, so an answer
+            code('grader.check("q4")'),
+        ]
+    }
+    assert grade_all.unanswered_autograded(nb) == {"q1", "q2"}
+    path = tmp_path / "f.md"
+    grade_all.write_feedback(
+        path,
+        "ps1_measures",
+        "f.ipynb",
+        {"q1": (0.0, 1.0), "q3": (0.0, 1.0)},
+        {"q1": ["public one"], "q3": ["public three"]},
+        {"q1": 2, "q3": 1},
+        errors={"q1": ["TypeError: 'NoneType' object"], "q3": ["ValueError: bad"]},
+        unanswered=grade_all.unanswered_autograded(nb),
+    )
+    text = path.read_text()
+    assert "**q1** (0 of 1 point): not answered" in text, text
+    assert "NoneType" not in text and "public one" not in text, text
+    assert "- `ValueError: bad`" in text and "- public three" in text, text
 
 
 def test_collated_answers_show_the_figures_drawn_and_the_errors_raised(tmp_path):

@@ -245,6 +245,7 @@ def _gamma_texts(k: int, lam: float) -> dict[str, str]:
             "q2_name": "the exponential law",
             "q2_mean": "1 / lambda",
             "q2_T": r"$T(a) = 1/(\lambda - a)$",
+            "q2b_fraction": "a half for exponential tokens",
             "q2_model": (
                 r"$\mathbb E\,e^{aX} = \int_0^\infty \lambda e^{-(\lambda - a)x}\,dx = \frac{\lambda}{\lambda - a}$ for"
                 "\n"
@@ -263,6 +264,8 @@ def _gamma_texts(k: int, lam: float) -> dict[str, str]:
         "q2_name": "this Gamma law",
         "q2_mean": "k / lambda",
         "q2_T": r"$T(a) = k/(\lambda - a)$",
+        # At a = lam the weighted tokens have density ~ x^{k-1} up to the largest token M: mean k M/(k+1).
+        "q2b_fraction": rf"$k/(k+1) = {k}/{k + 1}$ for these Gamma tokens",
         "q2_model": (
             r"$\mathbb E\,e^{aX} = \int_0^\infty \frac{\lambda^k x^{k-1}}{(k-1)!} e^{-(\lambda - a)x}\,dx"
             r" = \big(\frac{\lambda}{\lambda - a}\big)^k$ for"
