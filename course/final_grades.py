@@ -9,6 +9,7 @@ Python's standard library.
     python final_grades.py graded/ --out course-grades.csv
     python final_grades.py graded/ --interim             # part-way through the term
     python final_grades.py graded/ --set3-report-only    # the lighter load: set 3 is its report
+    python final_grades.py graded/ --letters A=90,B=80,C=70,D=60,F=0   # and a letter per grade
 
 **Inputs.** ``FOLDER/grades-ps1_measures.csv``, ``grades-ps2_concentration.csv`` and
 ``grades-ps3_regression.csv``, the gradebooks ``grade_all.py`` writes (each set graded from its own
@@ -48,6 +49,10 @@ grade in percent (one decimal), and prints the same table. A run that stops (a m
 number, two rows for one student) removes the earlier output file, which would no longer match the
 marks, and says so.
 
+**Letters** (``--letters A=90,B=80,C=70,D=60,F=0``): each band's lowest percentage, from the highest
+down to 0; a column ``letter`` is added, empty where the grade is. No bands are built in: the
+percentages that make a letter are the institution's.
+
 **Interim grades** (``--interim``), part-way through the term, count only what is in so far; the
 course grade is then over the weights counted (``counted_percent``). Left out: a set whose gradebook
 is not written yet (named on stderr), a set whose hand marks a student lacks (``total_awarded``
@@ -63,6 +68,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import itertools
 import re
 import sys
 from pathlib import Path
@@ -192,6 +198,44 @@ def parse_weights(text: str) -> dict[str, float]:
             "100, e.g. 30,40,30"
         )
     return dict(zip(WEIGHTS, values))
+
+
+def parse_letters(text: str) -> list[tuple[str, float]]:
+    """``--letters``: the letter bands, ``LETTER=LOWEST_PERCENT`` separated by commas, from the
+    highest band down, the last one at 0 so that every grade gets a letter (``A=90,B=80,C=70,D=60,
+    F=0``). A grade gets the first band whose lowest percentage it reaches, compared at the one
+    decimal written (:func:`letter`)."""
+    import argparse
+
+    bands: list[tuple[str, float]] = []
+    for part in text.split(","):
+        name, _, low = part.partition("=")
+        try:
+            bands.append((name.strip(), float(low)))
+        except ValueError:
+            bands = []
+            break
+    lows = [low for _, low in bands]
+    if (
+        not bands
+        or any(not name for name, _ in bands)
+        or any(a <= b for a, b in itertools.pairwise(lows))
+        or lows[-1] != 0
+        or lows[0] > 100
+    ):
+        raise argparse.ArgumentTypeError(
+            f"got {text!r}, expected LETTER=LOWEST_PERCENT bands from the highest down, the "
+            "percentages decreasing and the last 0, e.g. A=90,B=80,C=70,D=60,F=0"
+        )
+    return bands
+
+
+def letter(percent: str, bands: list[tuple[str, float]]) -> str:
+    """The letter of a course grade ``percent`` (the one-decimal text of ``course_percent``) by
+    ``bands`` (:func:`parse_letters`); empty where the grade is."""
+    if not percent:
+        return ""
+    return next(name for name, low in bands if float(percent) >= low)
 
 
 def course_row(
@@ -376,6 +420,14 @@ def main(argv: list[str] | None = None) -> int:
         metavar="SETS,REPORT,CHECKS",
         help="the scheme's weights in percent, summing to 100 (default: 30,40,30, the syllabus's)",
     )
+    ap.add_argument(
+        "--letters",
+        type=parse_letters,
+        default=None,
+        metavar="A=90,B=80,...,F=0",
+        help="also write each course grade's letter (a column 'letter'), by these bands: each "
+        "letter's lowest percentage, from the highest band down, the last 0",
+    )
     args = ap.parse_args(argv)
     folder = args.folder
     if not folder.is_dir():
@@ -464,8 +516,13 @@ def _grades(args, ap, folder: Path, out: Path) -> int:
                 file=sys.stderr,
             )
         rows.append(row)
+    if args.letters:
+        for row in rows:
+            row["letter"] = letter(row["course_percent"], args.letters)
     with out.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+        writer = csv.DictWriter(
+            handle, fieldnames=[*COLUMNS, *(["letter"] if args.letters else [])]
+        )
         writer.writeheader()
         writer.writerows(rows)
     width = max([len(s) for s in students] + [7])
@@ -478,6 +535,7 @@ def _grades(args, ap, folder: Path, out: Path) -> int:
         print(
             f"{row['student']:{width}}  {row['sets_percent']:>5} {row['report_percent']:>6} "
             f"{row['checks_percent']:>7}{counted}  {row['course_percent']:>6}"
+            + (f"  {row['letter']}" if args.letters else "")
         )
     print(f"final_grades: {out}")
     return status

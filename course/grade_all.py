@@ -456,7 +456,8 @@ def add_up(row: dict, questions: list[dict]) -> dict:
 REPORT = ("ps3_regression", "q5")
 REPORT_ITEMS = ("a", "b", "c1", "c2", "c3", "d")
 ITEM_MARKS = (0.0, 0.5, 1.0)
-#: The report sheet's columns: the file, who read it (1, 2, or a name), the items, a note.
+#: The report sheet's columns: the file, who read it (1, 2, or a name), the items, a note (the
+#: graders' own, never copied into feedback: the report talk's record, as oral-checks.md says).
 SHEET = ("file", "reader", *REPORT_ITEMS, "note")
 #: The bands' lower edges (A, B, C): a report at one, or half a point below it, changes band with a
 #: half point either way, and gets a second reading (:func:`report_marks`).
@@ -657,13 +658,59 @@ def thin(cells: list[dict]) -> bool:
     return not code and len(prose.split()) < THIN_WORDS and formula_lines <= 1
 
 
+#: An answered question whose answer names fewer than this many of its model answer's terms
+#: (:func:`key_terms`) is left unmarked by ``--completion``, for the grader to read: filler ("I
+#: computed it with autograd and it works") names none or one; a derivation of the student's own
+#: names the law, the quantities and the symbols the model answer uses (several).
+ON_TOPIC_TERMS = 2
+#: Words too common to tell a topic (and LaTeX's layout commands), left out of :func:`key_terms`.
+COMMON_WORDS = frozenset(
+    "which their there these those where about would could should other because since first every "
+    "while after before being under above still again given gives takes their them they then than "
+    "that this with from into only each both also such thus hence whose what when answer lesson "
+    "question write wrote words think mathbb mathrm mathcal mathbf operatorname frac tfrac dfrac "
+    "left right qquad quad cdot cdots ldots dots text textstyle displaystyle begin aligned limits "
+    "big bigg".split()
+)
+
+
+def _stems(text: str, min_letters: int) -> set[str]:
+    """The words of ``text`` (prose, and formulas' LaTeX commands without their backslash) of at
+    least ``min_letters`` letters, in lower case, cut to their first six letters (so that
+    "cumulant" and "cumulants" are one term), without :data:`COMMON_WORDS`."""
+    words = (w.lower() for w in re.findall(r"[A-Za-z]+", text))
+    return {w[:6] for w in words if len(w) >= min_letters and w not in COMMON_WORDS}
+
+
+def key_terms(model: str) -> set[str]:
+    """A model answer's terms (:func:`_stems`): its prose words of five letters or more and its
+    formulas' LaTeX commands of three or more (``\\lambda``, ``\\int``, ``\\kappa``)."""
+    commands = " ".join(re.findall(r"\\([A-Za-z]{3,})", model))
+    return _stems(_prose(model), 5) | _stems(commands, 3)
+
+
+def off_topic(cells: list[dict], model: str) -> bool:
+    """Whether an answered question's ``cells`` name fewer than :data:`ON_TOPIC_TERMS` of the model
+    answer's :func:`key_terms` (all of them, where it has fewer): ``--completion`` leaves such an
+    answer for the grader to read. A flag, not a verdict: an answer in the student's own words
+    names the law and the quantities the question is about."""
+    terms = key_terms(model)
+    named = terms & _stems(answer_text(cells), 3)
+    return len(named) < min(ON_TOPIC_TERMS, len(terms))
+
+
 def completion_marks(
-    notebook: Path, questions: list[dict], skip: tuple[str, ...] = ()
+    notebook: Path,
+    questions: list[dict],
+    skip: tuple[str, ...] = (),
+    model: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """Hand marks for completion (the default grading of book/grading.md, ``--completion``): each
     question graded by hand, but those in ``skip``, gets its full points when :func:`answered`, else 0;
     a :func:`thin` answer gets no mark, for the grader to read and mark (:func:`thin_answers` names
-    them). They are a first pass for the grader to read over, not a judgement of the work."""
+    them), nor, where ``model`` (:func:`model_answers`) has the question's model answer, one that
+    names too few of its terms (:func:`off_topic`: filler). They are a first pass for the grader to
+    read over, not a judgement of the work."""
     unknown = sorted(set(skip) - {q["name"] for q in questions if q["manual"]})
     if unknown:
         raise SystemExit(
@@ -677,7 +724,9 @@ def completion_marks(
             cells = answers.get(q["name"], [])
             if not answered(cells):
                 marks[q["name"]] = "0"
-            elif not thin(cells):
+            elif not thin(cells) and not (
+                model and q["name"] in model and off_topic(cells, model[q["name"]])
+            ):
                 marks[q["name"]] = f"{float(q['points']):g}"
     return marks
 
@@ -1055,10 +1104,19 @@ def write_collated(
     return written
 
 
-def completion_status(book: dict, questions: list[dict], prefill: dict, copies: dict, args) -> dict:
+def completion_status(
+    book: dict,
+    questions: list[dict],
+    prefill: dict,
+    copies: dict,
+    args,
+    thin_by_file: dict[str, list[str]] | None = None,
+) -> dict:
     """What ``--completion`` did with each hand-graded answer, for the collated files: the mark it
     entered, or why it left the answer for the grader (a mark already in the gradebook, the question
-    left for its rubric, a thin answer, a near-copy of the model answer)."""
+    left for its rubric, a thin answer (``thin_by_file``: :func:`thin_answers` per file), a near-copy
+    of the model answer, an answer that names too few of its terms)."""
+    thin_by_file = thin_by_file or {}
     found: dict[str, dict[str, str]] = {}
     for file, row in book.items():
         for q in (q["name"] for q in questions if q["manual"]):
@@ -1071,8 +1129,13 @@ def completion_status(book: dict, questions: list[dict], prefill: dict, copies: 
                 said = f"your mark in the gradebook: {mark}"
             elif copies.get(file, {}).get(q, "").startswith("the model answer"):
                 said = "left for you: it holds the model answer (below)"
-            else:
+            elif q in thin_by_file.get(file, []):
                 said = f"left for you: a thin answer (under {THIN_WORDS} words, no code)"
+            else:
+                said = (
+                    f"left for you: it names fewer than {ON_TOPIC_TERMS} of the model answer's "
+                    "terms (filler?)"
+                )
             found.setdefault(file, {})[q] = said
     return found
 
@@ -1307,16 +1370,15 @@ def main(argv: list[str] | None = None) -> int:
     files = [f for f in files if f in results]
     graded = {f: feedback(r) for f, r in results.items()}
     rows = [(f.name, {q: p for q, (p, _) in g[0].items()}) for f, g in graded.items()]
+    model = model_answers(HERE / args.name / "rubric.md")
     prefill = (
-        {f.name: completion_marks(f, questions, tuple(args.except_question)) for f in files}
+        {f.name: completion_marks(f, questions, tuple(args.except_question), model) for f in files}
         if args.completion
         else None
     )
     copies = (
         near_copies(
-            files,
-            questions,
-            model_answers(HERE / args.name / "rubric.md"),
+            files, questions, model
         )  # every question, the one --except-question leaves to its rubric included
         if args.completion or args.collate
         else {}
@@ -1338,14 +1400,38 @@ def main(argv: list[str] | None = None) -> int:
     book = {
         row["file"]: row for row in merge_gradebook(gradebook, questions, rows, prefill, entered)
     }
+    thin_by_file = (
+        {f.name: thin_answers(f, questions, tuple(args.except_question)) for f in files}
+        if args.completion
+        else {}
+    )
     if args.completion:
         for f in files:
-            short = thin_answers(f, questions, tuple(args.except_question))
+            short = thin_by_file[f.name]
             if short and any(not book[f.name][q].strip() for q in short):
                 print(
                     f"grade_all: {f.name}: answers too short to pass for completion unread (under "
                     f"{THIN_WORDS} words, one formula line at most, no code), left for you to "
                     f"mark: {short}",
+                    file=sys.stderr,
+                )
+            answers = answers_by_hand(f)
+            filler = [
+                q["name"]
+                for q in questions
+                if q["manual"]
+                and q["name"] in model
+                and q["name"] not in args.except_question
+                and q["name"] not in short
+                and not book[f.name][q["name"]].strip()
+                and answered(cells := answers.get(q["name"], []))
+                and off_topic(cells, model[q["name"]])
+            ]
+            if filler:
+                print(
+                    f"grade_all: {f.name}: answers that name fewer than {ON_TOPIC_TERMS} of their "
+                    f"model answer's terms (filler, or an answer off the question), left for you to "
+                    f"mark: {filler}",
                     file=sys.stderr,
                 )
     for file, flagged in sorted(copies.items()):
@@ -1412,7 +1498,9 @@ def main(argv: list[str] | None = None) -> int:
             copies,
             reruns,
             rubric_sections(HERE / args.name / "rubric.md"),
-            completion_status(book, questions, prefill, copies, args) if args.completion else None,
+            completion_status(book, questions, prefill, copies, args, thin_by_file)
+            if args.completion
+            else None,
         )
         print(
             f"grade_all: {len(written)} files of answers by question in {args.out / 'by-question'}/"

@@ -140,6 +140,22 @@ def test_other_weights_change_the_course_grade_as_computed_by_hand(tmp_path, que
     capsys.readouterr()
 
 
+def test_letters_follow_the_bands_given_and_bad_bands_are_refused(tmp_path, questions, capsys):
+    """--letters adds each grade's letter by the bands given (a grade at a band's lowest percentage
+    gets that band); bands that do not decrease to 0 are refused, naming the argument."""
+    _class_of_three(tmp_path, questions)
+    bands = "A=90,B=80,C=70,D=57.5,F=0"  # bob's 57.5 % sits on D's edge
+    assert final_grades.main([str(tmp_path), "--letters", bands]) == 0
+    got = _grades(tmp_path / "course-grades.csv")
+    assert {s: r["letter"] for s, r in got.items()} == {"alice": "A", "bob": "D", "carol": "C"}
+    assert float(got["bob"]["course_percent"]) == 57.5, got["bob"]  # 15 + 20 + 22.5, by hand
+    for bad in ("A=90,B=80", "A=80,B=90,F=0", "A90,F=0", "=90,F=0", "A=120,F=0"):
+        with pytest.raises(SystemExit):
+            final_grades.main([str(tmp_path), f"--letters={bad}"])
+        err = capsys.readouterr().err
+        assert "argument --letters" in err and "the last 0" in err and repr(bad) in err, err
+
+
 def test_the_lighter_load_counts_set_3_as_its_report_alone(tmp_path, questions, capsys):
     """--set3-report-only (book/grading.md, "A lighter load"): set 3 handed out as its report alone.
     The sets' part is sets 1 and 2 (22 points), set 3's other questions, autograded 0 and never marked
@@ -421,6 +437,22 @@ def test_completion_marks_give_full_points_to_a_written_answer_only(tmp_path, qu
     assert grade_all.thin_answers(thin, qs, skip=("q5",)) == ["q2a", "q3b"]
     readme = (ROOT / "tools" / "problem_sets.py").read_text()
     assert f"under {grade_all.THIN_WORDS} words" in readme, "the kit README's word limit differs"
+    # with the model answers: an answer that names too few of their terms (filler) is left for the
+    # grader; one in the student's own words that names the quantities gets its points
+    model = {
+        "q3a": "The **tilt** shifts the Gaussian's mean: $\\Lambda(a) = ma + \\sigma^2 a^2/2$, so the "
+        "tilted mean moves linearly with the tilt and the variance stays fixed."
+    }
+    filler = "I computed it with autograd and the code above works, so it matches the checks fine."
+    own = (
+        "For the Gaussian the log-MGF is quadratic in the tilt, so its derivative is linear: the "
+        "tilted mean moves by the variance times the tilt, and nothing else changes."
+    )
+    for written, marked in ((filler, False), (own, True)):
+        nb = _notebook(tmp_path / "w.ipynb", {"q3a": [("markdown", written)]})
+        got = grade_all.completion_marks(nb, qs, skip=("q5",), model=model)
+        assert ("q3a" in got) is marked, (written, got, grade_all.key_terms(model["q3a"]))
+    assert grade_all.off_topic([{"cell_type": "markdown", "source": filler}], model["q3a"])
     # into the gradebook: an empty hand mark is filled, one already entered stays
     book = tmp_path / "grades-ps3_regression.csv"
     auto = {q["name"]: float(q["points"]) for q in qs if not q["manual"]}
@@ -631,6 +663,7 @@ def test_the_report_is_marked_item_by_item_in_its_sheet(tmp_path, questions):
             row[item] = f"{value}"
     rows.append(dict.fromkeys(grade_all.SHEET, "") | {"file": "ben.ipynb", "reader": "2"})
     rows[-1].update(zip(items, ["1", "1", "1", "1", "0.5", "0.5"]))
+    rows[1]["note"] = "talk: d, could not say what a proof would need"  # the graders' column
     sheet = tmp_path / f"report-marks-{name}.csv"
     with sheet.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=grade_all.SHEET)
@@ -667,6 +700,7 @@ def test_the_report_is_marked_item_by_item_in_its_sheet(tmp_path, questions):
         in (feedback.read_text())
         and quoted["ben.ipynb"] in feedback.read_text()
     )
+    assert "talk" not in feedback.read_text()  # the note column stays the graders'
 
 
 def test_a_missing_check_mark_leaves_the_other_parts_percentages(tmp_path, questions, capsys):

@@ -837,21 +837,40 @@ def test_grade_all_writes_a_gradebook_and_feedback_without_the_tests(built, tmp_
     assert not re.search(r"checks? failed[.:]", solution) and "| 0 | 0 |" in solution, solution
     # the README and grade_all's docstring say what the feedback holds
     assert "only how many hidden checks failed" in (built / "README.md").read_text()
-    # --completion: answers in a student's own words get their points, the blank copy's placeholders
-    # 0; the solution's are the model answers, so they are named as near-copies and left unmarked
+    # --completion: answers in a student's own words (naming the model answer's terms) get their
+    # points, the blank copy's placeholders 0; the solution's are the model answers, so they are
+    # named as near-copies and left unmarked
+    grade_all = problem_sets.grade_all_module()
     own = json.loads((subs / "solution.ipynb").read_text())
-    for k, cell in enumerate(own["cells"]):
+    model = grade_all.model_answers(built / name / "rubric.md")
+    by_hand = grade_all.answers_by_hand(own)  # the cells themselves: edited in place
+    for q, cells in by_hand.items():
+        for k, cell in enumerate(cells):
+            if "otter_assign_solution_cell" in cell["metadata"].get("tags", []):
+                terms = sorted(grade_all.key_terms(model.get(q, "")))[:3]
+                cell["source"] = (
+                    f"My own answer, part {k}: I wrote this from the lesson's argument, in words "
+                    f"that are mine, about {', '.join(terms) or 'the report'}, with the steps that "
+                    "I needed to convince myself."
+                )
+    filler = json.loads(json.dumps(own))  # the same, but one answer is filler
+    first = next(q for q in by_hand if q in model)
+    for cell in grade_all.answers_by_hand(filler)[first]:
         if "otter_assign_solution_cell" in cell["metadata"].get("tags", []):
             cell["source"] = (
-                f"My own answer, number {k}: I wrote this from the lesson's argument, in words "
-                "that are mine, with the steps that I needed to convince myself."
+                "I computed it with autograd and the code above works, so the result is right "
+                "and matches the checks."
             )
     (subs / "own.ipynb").write_text(json.dumps(own))
+    (subs / "filler.ipynb").write_text(json.dumps(filler))
     done = run_grade_all(built, name, subs, tmp_path, "--reuse", "--completion", check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = {r["file"]: r for r in csv.DictReader(shipped.open())}
     manual = [q["name"] for q in questions if q["manual"]]
     assert float(rows["own.ipynb"]["total_awarded"]) == total, rows["own.ipynb"]
+    # filler names none of the model answer's terms: left for the grader, and named
+    assert rows["filler.ipynb"][first] == "" and rows["filler.ipynb"]["total_awarded"] == ""
+    assert re.search(rf"filler\.ipynb: answers that name fewer than .*\['{first}'\]", done.stderr)
     assert float(rows["blank.ipynb"]["total_awarded"]) == 0, rows["blank.ipynb"]
     assert [rows["solution.ipynb"][q] for q in manual] == [""] * len(manual), rows
     copies = re.search(r"solution\.ipynb: near-copies.*", done.stderr)

@@ -394,6 +394,19 @@ MEASURE_JS = """() => {
 }"""
 
 
+#: The ?script view (the speaker notes alone): its items, those with notes, formulas and raw TeX.
+SCRIPT_JS = r"""() => {
+  const items = [...document.querySelectorAll('main.script > section')];
+  return {
+    items: items.length,
+    with_notes: items.filter(
+      s => s.innerText.trim().length > s.querySelector('h2').innerText.length + 20).length,
+    formulas: document.querySelectorAll('mjx-container').length,
+    raw: /\\\(|\\\[|\$\$/.test(document.body.innerText),
+  };
+}"""
+
+
 @pytest.fixture(scope="module")
 def decks(built_book):
     from conftest import CHROMIUM_ARGS, chromium_path
@@ -440,7 +453,17 @@ def decks(built_book):
             printed.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=60_000)
             printed.wait_for_timeout(300)
             pdf = printed.pdf(print_background=True, prefer_css_page_size=True)
+            script = context.new_page()  # the speaker notes alone, printed as the notes handout
+            script.goto(deck.as_uri() + "?script", wait_until="load")
+            script.wait_for_function("() => window.scriptReady === true", timeout=60_000)
+            script.wait_for_timeout(300)
+            notes = script.evaluate(SCRIPT_JS)
+            notes["pdf_pages"] = len(
+                re.findall(rb"/Type\s*/Page[^s]", script.pdf(prefer_css_page_size=True))
+            )
+            script.close()
             found[md.stem] = {
+                "script": notes,
                 "slides": n,
                 "counter": counter,
                 "measured": measured,
@@ -512,6 +535,23 @@ def test_the_deck_fits_its_frame_typesets_its_formulas_and_needs_no_network(deck
     )
     assert d["pdf_pages"] == d["slides"], (
         f"{md.stem}: ?print-pdf printed {d['pdf_pages']} pages for {d['slides']} slides"
+    )
+
+
+@pytest.mark.browser
+@pytest.mark.book
+@pytest.mark.parametrize("md", LESSONS, ids=page_name)
+def test_the_speaker_notes_print_slide_by_slide_on_a_few_pages(decks, md):
+    """The deck's ?script view (the handouts' NN_name-notes.pdf) lists every slide with its notes,
+    formulas typeset, and prints on at most a page for every three slides (reveal.js's own notes
+    print took two pages a slide)."""
+    d = decks[1][md.stem]
+    assert d is not None, f"no deck for {md.stem} in the built site"
+    notes = d["script"]
+    assert notes["items"] == notes["with_notes"] == d["slides"], (md.stem, notes, d["slides"])
+    assert not notes["raw"] and notes["formulas"] > 0, (md.stem, notes)
+    assert notes["pdf_pages"] <= max(1, -(-d["slides"] // 3)), (
+        f"{md.stem}: the speaker notes print on {notes['pdf_pages']} pages for {d['slides']} slides"
     )
 
 

@@ -43,8 +43,8 @@ captions, headings with what follows them; code and printed output may continue 
 Beside the PDFs: the syllabus to edit (``syllabus.md``, its source without the site's label and print
 style, and ``syllabus.html``, the same rendered with markdown-it: Word, LibreOffice and Google Docs open
 it as a document to edit), and each lesson's slide deck printed one slide a page (``slides/NN_name.pdf``,
-reveal.js's ``?print-pdf`` view, every fragment shown), and with its speaker notes
-(``slides/NN_name-notes.pdf``); the page name ``slides`` prints them alone.
+reveal.js's ``?print-pdf`` view, every fragment shown), and its speaker notes alone, slide by slide
+(``slides/NN_name-notes.pdf``, the deck's ``?script`` view); the page name ``slides`` prints them alone.
 
 ``--measure`` renders each PDF's pages as images (``pdftoppm`` of poppler-utils) and prints the blank
 fraction at the bottom of every page (:func:`blank_fractions`).
@@ -523,8 +523,8 @@ def editable_syllabus(root: Path, out: Path) -> list[Path]:
 def print_decks(site: Path, out: Path) -> list[dict]:
     """Print each lesson's deck (``site/slides/NN_name.html``) to ``out/slides/NN_name.pdf``, one
     slide a page with every fragment shown (reveal.js's ``?print-pdf`` view), and to
-    ``out/slides/NN_name-notes.pdf``, each slide followed by a page of its speaker notes (reveal.js's
-    ``showNotes=separate-page``), for the lecturer; return {pdf, seconds} per deck, the notes' PDF
+    ``out/slides/NN_name-notes.pdf``, the speaker notes alone, slide by slide, on a few A4 pages (the
+    deck's ``?script`` view, ``tools/slides.py``), for the lecturer; return {pdf, seconds} per deck, the notes' PDF
     under ``notes``. Exit with a message when the site has no decks (build it: ``make book``)."""
     from playwright.sync_api import sync_playwright
 
@@ -546,13 +546,13 @@ def print_decks(site: Path, out: Path) -> list[dict]:
         for deck in decks:
             t0 = time.perf_counter()
             printed = {}
-            for suffix, query in (
-                ("", "?print-pdf"),
-                ("-notes", "?print-pdf&showNotes=separate-page"),
+            for suffix, query, ready in (
+                ("", "?print-pdf", "() => window.Reveal && Reveal.isReady()"),
+                ("-notes", "?script", "() => window.scriptReady === true"),
             ):
                 page = context.new_page()
                 page.goto(deck.as_uri() + query, wait_until="load")
-                page.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=60_000)
+                page.wait_for_function(ready, timeout=60_000)
                 page.wait_for_timeout(300)
                 target = out / SLIDES / f"{deck.stem}{suffix}.pdf"
                 target.write_bytes(page.pdf(print_background=True, prefer_css_page_size=True))
@@ -582,7 +582,8 @@ README = """# Handouts (A4 PDFs, printed from the built site)
 - `reading/`: each lesson without its code cells' input (figures and printed results kept), the
   lighter reading handout to print before a session.
 - `slides/`: each lesson's deck, one slide a page (every step shown), to project without the site or
-  to annotate; `NN_name-notes.pdf`, each slide followed by its speaker notes, for the lecturer.
+  to annotate; `NN_name-notes.pdf`, the speaker notes slide by slide (a few pages a deck), for the
+  lecturer at the lectern.
 - `instructor/`: for the lecturer only: the term on one page (`term_checklist.pdf`), and the run
   sheets, one page per session.
 """

@@ -1116,7 +1116,8 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "default grading): `--completion` enters, where a hand mark is still empty, the question's "
         "full points when the student wrote an answer and 0 otherwise, for you to read over (an "
         "answer of under 15 words, with one line of formula at most and no code, gets no mark: it is "
-        "named, for you to mark); for "
+        "named, for you to mark; so does one that names fewer than two of the model answer's terms, "
+        'filler such as "I used autograd and it works"); for '
         "set 3 add `--except-question q5`, the report, which its rubric marks item by item in "
         "`graded/report-marks-ps3_regression.csv` (a row per reading, a second reader's in a row of "
         "its own; q5 is the items' sum, or the readings' mean). A `--completion` run's feedback "
@@ -1136,7 +1137,11 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "`python final_grades.py graded/ --interim` writes `graded/interim-grades.csv`: the grade on "
         "the parts marked so far, each at its weight, and the share of the grade they make up "
         "(`counted_percent`). Under the lighter load (set 3 handed out as its report alone), add "
-        "`--set3-report-only`: the sets' part is then sets 1 and 2.",
+        "`--set3-report-only`: the sets' part is then sets 1 and 2. The grades are percentages; "
+        "`--letters A=90,B=80,C=70,D=60,F=0` (your institution's bands, the last at 0) adds a "
+        "`letter` column. Before the report's marks stand, talk with each author for five minutes "
+        '(`oral-checks.md`, "Five minutes on the report"): an item they cannot explain gets 0 in '
+        "the report sheet, with `talk` in its `note` column, which no feedback shows.",
         "",
         "student-versions.zip holds the three student notebooks and the softlin wheel: a set opened in "
         "the folder where the zip was unpacked installs softlin from that wheel, without GitHub (otter "

@@ -800,7 +800,38 @@ function fitSlides() {{
     box.style.cssText = '';
   }});
 }}
+// ?script: the speaker notes alone, slide by slide (number, title, notes), as one page to read or
+// print (the handouts' NN_name-notes.pdf): a few pages a deck, where reveal.js's own notes print
+// takes two pages a slide. The formulas are already typeset; the nodes are moved, not copied.
+function showScript() {{
+  const slides = [...document.querySelectorAll('.reveal .slides > section')];
+  const main = document.createElement('main');
+  main.className = 'script';
+  const h1 = document.createElement('h1');
+  h1.textContent = document.title.replace(/: slides$/, '') + ': speaker notes';
+  main.append(h1);
+  const lead = document.createElement('p');
+  lead.className = 'lead';
+  lead.textContent = "Slides count from the first after the title, as the deck's counter does.";
+  main.append(lead);
+  slides.forEach((s, i) => {{
+    const item = document.createElement('section');
+    const head = document.createElement('h2');
+    const title = s.querySelector('h1, h2');
+    head.append(i === 0 ? 'Title slide' : `Slide ${{i}}`);  // the title, formulas typeset
+    if (title) {{ head.append(': ', ...title.childNodes); }}
+    item.append(head);
+    const notes = s.querySelector('aside.notes');
+    if (notes) {{ item.append(...notes.childNodes); }}
+    main.append(item);
+  }});
+  document.body.replaceChildren(main);
+  document.body.classList.add('script-view');
+  document.documentElement.classList.remove('reveal-full-page');
+  window.scriptReady = true;
+}}
 function startDeck() {{
+  if (new URLSearchParams(location.search).has('script')) {{ return showScript(); }}
   return fitSlides().then(() => Reveal.initialize({{
     width: 1280, height: 720, margin: 0.04, center: false, hash: true, slideNumber: "c/t",
     controlsLayout: "edges", controlsTutorial: false,
@@ -881,6 +912,15 @@ CSS = """/* The book's slide decks (tools/slides.py): 1280 x 720, reveal.js whit
 .reveal .built { position: absolute; bottom: 20px; left: 24px; right: 24px; font-size: 0.55em; color: #666; }
 .reveal .block-title { font-weight: 600; }
 @media print { .reveal .slide-number { display: none; } }
+/* ?script: the speaker notes alone, slide by slide (showScript) */
+body.script-view { overflow: auto; font: 11pt/1.4 "Source Sans Pro", Helvetica, Arial, sans-serif;
+  color: #111; max-width: 48em; margin: 1.5em auto; padding: 0 1em; }
+body.script-view h1 { font-size: 16pt; margin: 0 0 0.2em; }
+body.script-view .lead { color: #555; font-size: 9.5pt; margin: 0 0 0.8em; }
+body.script-view section { break-inside: avoid; border-top: 1px solid #ccc; padding: 0.3em 0; }
+body.script-view h2 { font-size: 11.5pt; margin: 0.1em 0 0.2em; color: #0072B2; }
+body.script-view p { margin: 0.2em 0; }
+@media print { @page { size: A4; margin: 14mm; } body.script-view { margin: 0; max-width: none; } }
 """
 
 
