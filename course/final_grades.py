@@ -172,6 +172,32 @@ def read_checks(path: Path) -> dict[str, dict]:
         return rows
 
 
+def read_roster(path: Path) -> list[str]:
+    """The class list: a CSV with a ``student`` column (others, a name or an e-mail, are ignored),
+    one row per student, each the name of their notebooks without ``.ipynb`` (their student ID);
+    comma or semicolon separated. Every student on it gets a row of the course grades, with what
+    they lack named."""
+    sep = delimiter(path)
+    with path.open(newline="") as handle:
+        reader = csv.DictReader(handle, delimiter=sep)
+        if not reader.fieldnames or "student" not in reader.fieldnames:
+            raise SystemExit(
+                f"final_grades: {path} has the columns {reader.fieldnames}, expected a 'student' "
+                "column (the class list: one student ID per row)"
+            )
+        students: list[str] = []
+        for row in reader:
+            student = (row["student"] or "").strip().lower()
+            if not student:
+                continue
+            if student in students:
+                raise SystemExit(f"final_grades: {path} has two rows for {student!r}")
+            students.append(student)
+    if not students:
+        raise SystemExit(f"final_grades: {path} lists no student")
+    return students
+
+
 def possible(gradebooks: dict[str, dict[str, dict]]) -> dict[str, float]:
     """The points possible per set, from its gradebook's ``total_possible`` (the same in every row)."""
     out = {}
@@ -421,6 +447,13 @@ def main(argv: list[str] | None = None) -> int:
         help="the scheme's weights in percent, summing to 100 (default: 30,40,30, the syllabus's)",
     )
     ap.add_argument(
+        "--roster",
+        type=Path,
+        default=None,
+        help="the class list, a CSV with a 'student' column (default: FOLDER/roster.csv when "
+        "there is one): every student on it gets a row, and the checks.csv template lists them",
+    )
+    ap.add_argument(
         "--letters",
         type=parse_letters,
         default=None,
@@ -467,7 +500,18 @@ def _grades(args, ap, folder: Path, out: Path) -> int:
             f"final_grades: not counted yet, no gradebook in {folder}: {', '.join(absent)}",
             file=sys.stderr,
         )
-    students = sorted(set().union(*(set(rows) for rows in gradebooks.values())))
+    graded = set().union(*(set(rows) for rows in gradebooks.values()))
+    roster_path = args.roster or folder / "roster.csv"
+    roster = read_roster(roster_path) if args.roster or roster_path.exists() else None
+    unknown = sorted(graded - set(roster or graded))
+    if unknown:  # a file named otherwise than the list says, or a student missing from it
+        print(
+            f"final_grades: not on the class list {roster_path}: {unknown} (rename their "
+            "notebooks to their IDs and grade again, or add them to the list); given rows all "
+            "the same",
+            file=sys.stderr,
+        )
+    students = sorted(graded | set(roster or ()))
     checks_path = args.checks or folder / "checks.csv"
     if not checks_path.exists():
         with checks_path.open("w", newline="") as handle:
@@ -484,8 +528,13 @@ def _grades(args, ap, folder: Path, out: Path) -> int:
             return 1
     checks = read_checks(checks_path)
     stray = sorted(set(checks) - set(students))
-    if stray:
-        print(f"final_grades: {checks_path} names {stray}, who have no set graded", file=sys.stderr)
+    if stray:  # sat a check but handed in nothing: still graded (their sets count 0)
+        print(
+            f"final_grades: {checks_path} names {stray}, who have no set graded: their sets and "
+            "report count 0",
+            file=sys.stderr,
+        )
+        students = sorted({*students, *stray})
     points = report_points(folder)
     tops = possible(gradebooks) | {name: set_points(folder, name) for name in absent}
     rows, status = [], 0

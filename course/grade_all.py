@@ -635,7 +635,7 @@ def unanswered_autograded(notebook: Path | dict) -> set[str]:
     return found
 
 
-#: A written answer with fewer words than this outside its formulas, no code and at most one line of
+#: A written answer with fewer words and formula symbols than this, no code and at most one line of
 #: formula is too thin to pass for completion unread ("I think it is linear.", a bare "r = 1"): see
 #: :func:`thin`. A sentence or two of explanation, or a derivation of two lines, passes.
 THIN_WORDS = 15
@@ -643,8 +643,10 @@ THIN_WORDS = 15
 
 def thin(cells: list[dict]) -> bool:
     """Whether an :func:`answered` question's ``cells`` hold only a thin answer: no code line, fewer
-    than :data:`THIN_WORDS` words outside formulas (``$...$``), and at most one line with a formula (a
-    ``$`` or an ``=``): an answer with its work shown has more of one or the other."""
+    than :data:`THIN_WORDS` words and formula symbols (a formula's letters, LaTeX commands and
+    numbers each count as one: a derivation written as one line of LaTeX is not thin), and at most
+    one line with a formula (a ``$`` or an ``=``): an answer with its work shown has more of one or
+    the other."""
     text, code = [], False
     for cell in cells:
         source = "".join(cell.get("source", [])).strip()
@@ -654,8 +656,12 @@ def thin(cells: list[dict]) -> bool:
             text.append(source)
     markdown = "\n".join(text)
     prose = re.sub(r"\$\$.*?\$\$|\$[^$]*\$", " ", markdown, flags=re.S)
+    formulas = " ".join(re.findall(r"\$\$.*?\$\$|\$[^$]*\$", markdown, flags=re.S))
+    symbols = re.findall(
+        r"\\?[A-Za-z]+|\d+(?:\.\d+)?", formulas
+    )  # x, \lambda, 2: a formula's words
     formula_lines = sum(any(c in line for c in "$=") for line in markdown.splitlines())
-    return not code and len(prose.split()) < THIN_WORDS and formula_lines <= 1
+    return not code and len(prose.split()) + len(symbols) < THIN_WORDS and formula_lines <= 1
 
 
 #: An answered question whose answer names fewer than this many of its model answer's terms
@@ -1129,6 +1135,8 @@ def completion_status(
                 said = f"your mark in the gradebook: {mark}"
             elif copies.get(file, {}).get(q, "").startswith("the model answer"):
                 said = "left for you: it holds the model answer (below)"
+            elif copies.get(file, {}).get(q):
+                said = f"left for you: it is alike {copies[file][q]}"
             elif q in thin_by_file.get(file, []):
                 said = f"left for you: a thin answer (under {THIN_WORDS} words, no code)"
             else:
@@ -1383,9 +1391,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.completion or args.collate
         else {}
     )
-    for file, flagged in copies.items():  # a copy of the model answer is not marked unread
-        for q, what in flagged.items():
-            if prefill and what.startswith("the model answer"):
+    for (
+        file,
+        flagged,
+    ) in copies.items():  # a near-copy (of the model or a peer) is not marked unread
+        for q in flagged:
+            if prefill:
                 prefill[file].pop(q, None)
     entered, report_items, second = {}, {}, []
     if args.name == REPORT[0]:  # the report, item by item, from its sheet
@@ -1436,10 +1447,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
     for file, flagged in sorted(copies.items()):
         unmarked = ", left unmarked" if args.completion else ""
-        said = [
-            f"{q} alike {what}" + (unmarked if what.startswith("the model answer") else "")
-            for q, what in flagged.items()
-        ]
+        said = [f"{q} alike {what}{unmarked}" for q, what in flagged.items()]
         print(
             f"grade_all: {file}: near-copies (at least {ALIKE:g} alike, or {PARTLY:g} of the model "
             "answer's sentences pasted), for you to read: " + "; ".join(said),

@@ -557,13 +557,11 @@ def test_sgd_step_and_full_model_errors(gen):
 @pytest.mark.parametrize("L", [4, 30])
 def test_linear_class_optimum_is_the_least_error_of_linear_attention(gen, L, released):
     """Monte Carlo on sampled prompts (the experiment's sampler, float64), independent of the algebra:
-    the error of h^T Gamma* x_q (h = mean of y_i x_i) is the closed form within 4 standard errors, and
-    moving Gamma off Gamma* in random directions raises the error by tr(S_q D^T H D) (the first-order
+    the error of h^T P* x_q (h = mean of y_i x_i) is the closed form within 4 standard errors, and
+    moving P off P* in random directions raises the error by tr(S_q D^T H D) (the first-order
     term vanishes at the optimum), the paired difference within 4 of its standard errors."""
     tau2, noise_var, n = 0.2, 0.1, 200_000
-    Gamma, mse = icl.linear_class_optimum(
-        SIGMA, L, tau2=tau2, noise_var=noise_var, released=released
-    )
+    P, mse = icl.linear_class_optimum(SIGMA, L, tau2=tau2, noise_var=noise_var, released=released)
     p = icl.sample_prompts(
         SIGMA, L, n, tau2=tau2, noise_var=noise_var, generator=gen, released=released
     )
@@ -572,7 +570,7 @@ def test_linear_class_optimum_is_the_least_error_of_linear_attention(gen, L, rel
     def errors(G):
         return ((h @ G * p.x_query).sum(-1) - p.targets) ** 2
 
-    best = errors(Gamma)
+    best = errors(P)
     se = float(best.std()) / math.sqrt(n)
     assert abs(float(best.mean()) - mse) < 4 * se, (float(best.mean()), mse, se)
     S_p, S_q = icl.input_covariances(SIGMA, released=released)
@@ -580,7 +578,7 @@ def test_linear_class_optimum_is_the_least_error_of_linear_attention(gen, L, rel
     H = tau2 * ((1 + 1 / L) * S_p @ S_p + torch.trace(S_p) * S_p / L) + noise_var * S_p / L
     for _ in range(3):
         step = 0.3 * torch.randn(5, 5, generator=gen, dtype=F64) / math.sqrt(L)
-        rise = errors(Gamma + step) - best
+        rise = errors(P + step) - best
         rise_se = float(rise.std()) / math.sqrt(n)
         expected = float(torch.trace(S_q @ step.T @ H @ step))
         assert float(rise.mean()) > 0

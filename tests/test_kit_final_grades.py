@@ -156,6 +156,41 @@ def test_letters_follow_the_bands_given_and_bad_bands_are_refused(tmp_path, ques
         assert "argument --letters" in err and "the last 0" in err and repr(bad) in err, err
 
 
+def test_the_class_list_gives_every_student_a_row_and_names_strangers(tmp_path, questions, capsys):
+    """roster.csv (the class list, FOLDER/roster.csv by default): a student on it who handed in
+    nothing gets a row at 0 with the checks' marks, and is in the checks.csv template; a notebook
+    named otherwise than the list says is named on stderr, not dropped. Without a list, a student who
+    sat the checks but handed in no set still gets a row."""
+    _class_of_three(tmp_path, questions)
+    (tmp_path / "checks.csv").unlink()
+    (tmp_path / "roster.csv").write_text("student,name\nALICE,Alice A\nbob,Bob B\nzoe,Zoe Z\n")
+    assert final_grades.main([str(tmp_path)]) == 1  # the template is written first
+    with (tmp_path / "checks.csv").open(newline="") as handle:
+        listed = [r["student"] for r in csv.DictReader(handle)]
+    assert listed == ["alice", "bob", "carol", "zoe"], listed  # carol: graded, not on the list
+    err = capsys.readouterr().err
+    assert "not on the class list" in err and "['carol']" in err, err
+    _checks(tmp_path, [["alice", 4, 4], ["bob", 2, 4], ["carol", 4, 0], ["zoe", 4, 4]])
+    final_grades.main([str(tmp_path)])
+    got = _grades(tmp_path / "course-grades.csv")
+    assert sorted(got) == ["alice", "bob", "carol", "zoe"], got
+    # zoe: no set, no report, both checks: 30 % of the grade, by hand
+    assert float(got["zoe"]["course_percent"]) == pytest.approx(30.0, abs=0.051), got["zoe"]
+    err = capsys.readouterr().err
+    assert "zoe: no ps1_measures in its gradebook, counted 0" in err, err
+    # without the list, a student in checks.csv alone still gets a row
+    (tmp_path / "roster.csv").unlink()
+    _checks(tmp_path, [["alice", 4, 4], ["bob", 2, 4], ["carol", 4, 0], ["dan", 2, 2]])
+    final_grades.main([str(tmp_path)])
+    got = _grades(tmp_path / "course-grades.csv")
+    assert float(got["dan"]["course_percent"]) == pytest.approx(15.0, abs=0.051), got["dan"]
+    assert "names ['dan'], who have no set graded" in capsys.readouterr().err
+    bad = tmp_path / "bad-roster.csv"
+    bad.write_text("id\nalice\n")
+    with pytest.raises(SystemExit, match="expected a 'student' column"):
+        final_grades.main([str(tmp_path), "--roster", str(bad)])
+
+
 def test_the_lighter_load_counts_set_3_as_its_report_alone(tmp_path, questions, capsys):
     """--set3-report-only (book/grading.md, "A lighter load"): set 3 handed out as its report alone.
     The sets' part is sets 1 and 2 (22 points), set 3's other questions, autograded 0 and never marked
@@ -435,6 +470,9 @@ def test_completion_marks_give_full_points_to_a_written_answer_only(tmp_path, qu
     assert "q2a" not in marks_thin and "q3b" not in marks_thin, marks_thin
     assert marks_thin["q3a"] == f"{points['q3a']:g}", marks_thin
     assert grade_all.thin_answers(thin, qs, skip=("q5",)) == ["q2a", "q3b"]
+    # a derivation written as one line of LaTeX: its symbols count as words, so it is not thin
+    one_line = r"$\mathbb E\,e^{aX} = \int_0^\infty \lambda e^{-(\lambda - a)x}\,dx = \lambda/(\lambda - a)$ for $a < \lambda$"
+    assert not grade_all.thin([{"cell_type": "markdown", "source": one_line}])
     readme = (ROOT / "tools" / "problem_sets.py").read_text()
     assert f"under {grade_all.THIN_WORDS} words" in readme, "the kit README's word limit differs"
     # with the model answers: an answer that names too few of their terms (filler) is left for the
@@ -566,13 +604,13 @@ def test_near_copies_of_the_model_answer_or_between_students_are_named(tmp_path,
     assert found["ben.ipynb"] == {"q2b": "cy.ipynb's answer (1.00)"}, found
     assert found["cy.ipynb"] == {"q2b": "ben.ipynb's answer (1.00)"}, found
     assert grade_all.near_copies(files, qs, model, skip=("q1b", "q2b")) == {}
-    # a derivation in formulas, too short in words to pass for completion unread, is compared
+    # a derivation in formulas (few words, its symbols counted: not thin) is compared
     terse = r"$t_2=\kappa_3/2=\mu_3/2$ and $t_3=\kappa_4/6=(\mu_4-3\sigma^4)/6$ by $T=\Lambda'$."
     pair = [
         _notebook(tmp_path / f"{who}.ipynb", {"q1a": [("markdown", terse)]})
         for who in ("dee", "eve")
     ]
-    assert grade_all.thin([{"cell_type": "markdown", "source": terse}])
+    assert not grade_all.thin([{"cell_type": "markdown", "source": terse}])
     assert grade_all.near_copies(pair, qs, model) == {
         "dee.ipynb": {"q1a": "eve.ipynb's answer (1.00)"},
         "eve.ipynb": {"q1a": "dee.ipynb's answer (1.00)"},

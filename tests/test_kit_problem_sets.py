@@ -771,6 +771,15 @@ def test_the_solution_sheets_typeset_their_formulas_offline(built):
             errors = page.evaluate("document.querySelectorAll('mjx-merror').length")
             raw = page.evaluate(r"document.body.innerText.match(/\$[^$\n]{1,60}\$/g) || []")
             assert typeset > 20 and not errors and not raw, (name, typeset, errors, raw[:3])
+            # printed, no line of code or output runs off the page behind a scroll bar
+            page.emulate_media(media="print")
+            page.set_viewport_size({"width": 700, "height": 1000})  # about an A4 page's width
+            clipped = page.evaluate(
+                "[...document.querySelectorAll('pre')]"
+                ".filter(e => e.scrollWidth > e.clientWidth + 1).length"
+            )
+            page.emulate_media(media="screen")
+            assert clipped == 0, f"{name}: {clipped} blocks of code run off the printed page"
         browser.close()
     assert not [u for u in requests if not u.startswith("file:")], requests
 

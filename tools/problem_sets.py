@@ -615,8 +615,9 @@ def pin_setup(nb, commit: str | None, name: str = "set"):
 
 
 SOFTLIN_URL = re.compile(r'"(git\+[^"]+)"')
-#: pip finds torch's CPU build here first (a CPU-only build of about 200 MB, not PyPI's default with
-#: CUDA, several GB): grading needs no GPU. A line of the zip's requirements.txt, as pip reads it.
+#: An extra index with torch's CPU build (about 200 MB, not PyPI's default with CUDA, several GB):
+#: for the pin ``torch==2.13.0`` pip ranks its ``2.13.0+cpu`` above PyPI's ``2.13.0`` (a local version
+#: sorts after its public one), and grading needs no GPU. A line of the zip's requirements.txt.
 CPU_TORCH_INDEX = "--extra-index-url https://download.pytorch.org/whl/cpu"
 #: The torch the kit was built and tested with (requirements.txt's pin; a test keeps them equal), which
 #: the README's install names: a later torch should do, this one is known to.
@@ -893,8 +894,18 @@ def solution_sheet(result: Path, name: str) -> list[Path]:
     )
     # no widgets here: require.js (from a CDN) is not needed
     body = re.sub(r'<script src="https://[^"]*require(\.min)?\.js"></script>', "", body)
+    body = body.replace("</head>", f"<style>{SHEET_PRINT_CSS}</style>\n</head>", 1)
     page.write_text(local_mathjax(body, "../../mathjax/startup.js"))
     return [sheet, page]
+
+
+#: A solution sheet printed from the browser: code and outputs wrap instead of running off the page
+#: behind a scroll bar (JupyterLab's template keeps long lines on one line).
+SHEET_PRINT_CSS = """@media print {
+  .jp-InputArea-editor pre, .jp-OutputArea-output pre, .highlight pre {
+    white-space: pre-wrap !important; overflow-wrap: anywhere; overflow: visible !important; }
+  .jp-InputArea-editor, .jp-OutputArea-output, .highlight { overflow: visible !important; }
+}"""
 
 
 def execute_sheet(nb, folder: Path, name: str, timeout: float = 600) -> None:
@@ -1115,7 +1126,8 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "4. Grade the questions graded by hand with each set's rubric.md, or for completion (the "
         "default grading): `--completion` enters, where a hand mark is still empty, the question's "
         "full points when the student wrote an answer and 0 otherwise, for you to read over (an "
-        "answer of under 15 words, with one line of formula at most and no code, gets no mark: it is "
+        "answer of under 15 words and formula symbols, with one line of formula at most and no "
+        "code, gets no mark: it is "
         "named, for you to mark; so does one that names fewer than two of the model answer's terms, "
         'filler such as "I used autograd and it works"); for '
         "set 3 add `--except-question q5`, the report, which its rubric marks item by item in "
@@ -1124,7 +1136,7 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "holds the autograded points alone, until you have read its marks over and run `--reuse`. "
         "With `--collate` or "
         "`--completion` it names near-copies too: an answer that holds the set's model answer, or "
-        "half of it or more (the solutions are public), left unmarked, or two students' answers much alike; "
+        "half of it or more (the solutions are public), or two students' answers much alike, each left unmarked; "
         "each is flagged in the collated file, for you to read (a flag is not a verdict).",
         "5. The course grades, by the default scheme (sets 30 %, the report 40 %, the two ten-minute "
         "checks 30 %): grade the three sets into the same folder (`graded/`, the default `--out`), "
@@ -1141,7 +1153,7 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "`--letters A=90,B=80,C=70,D=60,F=0` (your institution's bands, the last at 0) adds a "
         "`letter` column. Before the report's marks stand, talk with each author for five minutes "
         '(`oral-checks.md`, "Five minutes on the report"): an item they cannot explain gets 0 in '
-        "the report sheet, with `talk` in its `note` column, which no feedback shows.",
+        "every reading's row of the report sheet, with `talk` in its `note` column (which no feedback shows).",
         "",
         "student-versions.zip holds the three student notebooks and the softlin wheel: a set opened in "
         "the folder where the zip was unpacked installs softlin from that wheel, without GitHub (otter "
@@ -1180,7 +1192,7 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "past (the checks' follow-ups build on the sets' derivations); a variant's sheet answers that "
         "variant, so do not reuse the variant after it.",
         "",
-        "The solution notebook, to grade (it gets full marks), is NAME/autograder/NAME.ipynb; keep it "
+        "The solution notebook, to grade (it gets every autograded point; its written answers are the model answers, which `--completion` flags as copies), is NAME/autograder/NAME.ipynb; keep it "
         "from students: its metadata carries the hidden tests (and set 3's, the report's rubric and "
         "its calibration); "
         "masters/ holds the sources `otter assign` reads (tests and solutions in raw cells), not "

@@ -953,7 +953,8 @@ def title_slide(lesson: Lesson, r: Renderer, outline: Path, lab: bool) -> str:
         "slide opens on its title: ask what the figure will show, then the next key press brings it "
         "with its check. An exercise slide's notes give the answer and the minutes to allow. Each "
         "figure and printed number is the lesson's own. To reorder or cut slides, edit "
-        f"<code>book/slides/{outline.name}</code> and rebuild.</aside>\n"
+        f"<code>book/slides/{outline.name}</code> in the book's repository and rebuild "
+        "(<code>make book</code>); the kit's decks are built, not edited.</aside>\n"
         "</section>"
     )
 

@@ -417,14 +417,14 @@ def linear_class_optimum(Sigma, L, *, tau2=1.0, noise_var=0.0, released=False):
     """The best single-layer linear attention at prompt length ``L``, and its mean squared error.
 
     Any linear attention (any ``Q, K, V, o``; the scores divided by ``L``) predicts
-    ``h^T Gamma x_q + e`` with ``h = (1/L) sum_i y_i x_i``, ``Gamma = c_y U_xx + c_x U_yx`` and a part
+    ``h^T P x_q + e`` with ``h = (1/L) sum_i y_i x_i``, ``P = v_y U_xx + v_x U_yx`` and a part
     ``e`` even in the task and noise (``(w, noise) -> -(w, noise)`` flips every label), which is
-    uncorrelated with the target and with the odd part, so it only adds error; every ``Gamma`` is
+    uncorrelated with the target and with the odd part, so it only adds error; every ``P`` is
     reachable. With the prompt and query input covariances ``S_p``, ``S_q``
     (:func:`input_covariances`) and Gaussian fourth moments,
     ``H = E[h h^T] = tau2 ((1 + 1/L) S_p^2 + tr(S_p) S_p / L) + noise_var S_p / L``, the error
-    ``noise_var + tau2 tr S_q + tr(S_q Gamma^T H Gamma) - 2 tau2 tr(S_q Gamma^T S_p)`` is least at
-    ``Gamma* = tau2 H^-1 S_p``, where it is ``noise_var + tau2 tr S_q - tau2^2 tr(S_q S_p H^-1 S_p)``.
+    ``noise_var + tau2 tr S_q + tr(S_q P^T H P) - 2 tau2 tr(S_q P^T S_p)`` is least at
+    ``P* = tau2 H^-1 S_p``, where it is ``noise_var + tau2 tr S_q - tau2^2 tr(S_q S_p H^-1 S_p)``.
     This is the finite-prompt analogue of the effective covariance of Zhang, Frei and Bartlett; as
     ``L -> inf`` (``released`` False) it tends to ``noise_var``, the Bayes risk.
 
@@ -435,14 +435,14 @@ def linear_class_optimum(Sigma, L, *, tau2=1.0, noise_var=0.0, released=False):
 
     Returns
     -------
-    (Gamma* Tensor (d, d), mse float): the plain mean squared error (no 1/2, the experiment's loss),
+    (P* Tensor (d, d), mse float): the plain mean squared error (no 1/2, the experiment's loss),
     target noise included.
     """
     S_p, S_q = input_covariances.kernel(Sigma, released=released)
     H = tau2 * ((1 + 1 / L) * S_p @ S_p + torch.trace(S_p) * S_p / L) + noise_var * S_p / L
-    Gamma = tau2 * torch.linalg.solve(H, S_p)  # H^-1 S_p, times tau2
-    mse = noise_var + tau2 * torch.trace(S_q) - tau2 * torch.trace(S_q @ S_p @ Gamma)
-    return Gamma, float(mse)
+    P = tau2 * torch.linalg.solve(H, S_p)  # H^-1 S_p, times tau2
+    mse = noise_var + tau2 * torch.trace(S_q) - tau2 * torch.trace(S_q @ S_p @ P)
+    return P, float(mse)
 
 
 def risk_fluctuation_constant(A, b, Sigma, *, tau2=1.0, noise_var=0.0, allow_infinite=False):
