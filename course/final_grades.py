@@ -21,7 +21,10 @@ checks' whole weight, and a student excused from both is graded on the sets and 
 their 70 % (``counted_percent``). Where
 ``checks.csv`` is missing it is written with a row per student and empty marks, to fill in, and the
 script stops. A student is the name of their notebook without ``.ipynb``, in lower case: keep each
-student's file name the same in every set (their student ID, ``12345678.ipynb``).
+student's file name the same in every set (their student ID, ``12345678.ipynb``). Optionally,
+``FOLDER/roster.csv`` (or ``--roster``), the class list: a ``student`` column of those IDs; every student
+on it gets a row (what they did not hand in counts 0, and is named), the ``checks.csv`` template lists
+them, and a notebook whose name is not on it is named on stderr.
 
 **The scheme** (:data:`WEIGHTS`), each part on its own:
 

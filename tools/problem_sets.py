@@ -1140,7 +1140,9 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "each is flagged in the collated file, for you to read (a flag is not a verdict).",
         "5. The course grades, by the default scheme (sets 30 %, the report 40 %, the two ten-minute "
         "checks 30 %): grade the three sets into the same folder (`graded/`, the default `--out`), "
-        "naming each student's notebook the same in every set (`alice.ipynb`), then run "
+        "naming each student's notebook the same in every set (`alice.ipynb`), put the class list in "
+        "`graded/roster.csv` (a `student` column of the same IDs: every student on it gets a row, "
+        "and a notebook named otherwise is named), then run "
         "`python final_grades.py graded/`. The first run writes `graded/checks.csv`, a row per "
         "student, for the checks' marks (0 to 4 each, or `excused`: the other check then carries "
         "the checks' weight); fill it in and run again: it writes "
