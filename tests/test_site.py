@@ -678,6 +678,7 @@ def test_handouts_print_one_pdf_per_lesson_and_lab(site, tmp_path):
         "reading/",
         "instructor/",
         "term_checklist.pdf",
+        "run_sheets_two_hours.pdf",
     ):
         assert f"`{name}`" in readme, f"the handouts' README.md does not say what {name} is"
     for name in ("syllabus.md", "syllabus.html", "slides/"):
@@ -702,9 +703,10 @@ def test_handouts_print_one_pdf_per_lesson_and_lab(site, tmp_path):
     assert 1 <= len(re.findall(rb"/Type\s*/Page[^s]", chain)) <= 2, "chain_of_results.pdf"
     # the lecturer's run sheets: each session starts a page (its print style), so three pages in
     # all means that each session's sheet fits on one
-    sheets = (out / "instructor" / "run_sheets.pdf").read_bytes()
-    pages = len(re.findall(rb"/Type\s*/Page[^s]", sheets))
-    assert pages == 3, f"instructor/run_sheets.pdf: {pages} pages; one per session (3) expected"
+    for name in ("run_sheets", "run_sheets_two_hours"):  # the 90-minute and the two-hour sheets
+        sheets = (out / "instructor" / f"{name}.pdf").read_bytes()
+        pages = len(re.findall(rb"/Type\s*/Page[^s]", sheets))
+        assert pages == 3, f"instructor/{name}.pdf: {pages} pages; one per session (3) expected"
     checklist = (out / "instructor" / "term_checklist.pdf").read_bytes()  # the term, to tick
     pages = len(re.findall(rb"/Type\s*/Page[^s]", checklist))
     assert pages == 1, f"instructor/term_checklist.pdf: {pages} pages; one expected"

@@ -461,9 +461,16 @@ def blank_fractions(pdf: Path, dpi: int = 40) -> list[float]:
 #: Pages printed before the lessons: the syllabus (one page, for students), the course's summary
 #: sheet, the lecturer's run sheets (one page per session) and the quiz sheet (the quizzes without
 #: their explanations or key).
-SUMMARY_PAGES = ("syllabus", "chain_of_results", "term_checklist", "run_sheets", "quizzes")
+SUMMARY_PAGES = (
+    "syllabus",
+    "chain_of_results",
+    "term_checklist",
+    "run_sheets",
+    "run_sheets_two_hours",
+    "quizzes",
+)
 # Printed into their own folder, ``instructor/``, apart from what students get
-FOR_INSTRUCTORS = ("term_checklist", "run_sheets")
+FOR_INSTRUCTORS = ("term_checklist", "run_sheets", "run_sheets_two_hours")
 INSTRUCTOR = "instructor"
 
 
@@ -584,7 +591,8 @@ README = """# Handouts (A4 PDFs, printed from the built site)
 - `slides/`: each lesson's deck, one slide a page (every step shown), to project without the site or
   to annotate; `NN_name-notes.pdf`, the speaker notes slide by slide (a few pages a deck), for the
   lecturer at the lectern.
-- `instructor/`: for the lecturer only: the term on one page (`term_checklist.pdf`), and the run
+- `instructor/`: for the lecturer only: the term on one page (`term_checklist.pdf`), the run sheets for
+  two-hour sessions (`run_sheets_two_hours.pdf`), and the run
   sheets, one page per session.
 """
 

@@ -46,7 +46,14 @@ ROOT = Path(__file__).resolve().parents[1]
 STAGE = ROOT / "_build" / "stage"
 OUT = ROOT / "_build" / "student-site"
 #: The pages for instructors (book/NAME.md), left out of the student edition.
-INSTRUCTOR_PAGES = ("instructor", "term_checklist", "run_sheets", "grading", "adapting")
+INSTRUCTOR_PAGES = (
+    "instructor",
+    "term_checklist",
+    "run_sheets",
+    "run_sheets_two_hours",
+    "grading",
+    "adapting",
+)
 
 
 def labels(stage: Path = STAGE) -> set[str]:
