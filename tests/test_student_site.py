@@ -27,6 +27,7 @@ GONE = {
     "instructor-problem-sets",
     "sets-for-grades",
     "run-sheets",
+    "run-sheets-two-hours",
     "term-checklist",
     "adapting-sets",
 }
