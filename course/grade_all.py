@@ -537,10 +537,32 @@ BEGIN, END = "<!-- BEGIN QUESTION -->", "<!-- END QUESTION -->"
 HEADING = re.compile(r"\*\*Question (\d+[a-z]?)\b")
 
 
-def answers_by_hand(notebook: Path | dict) -> dict[str, list[dict]]:
+def template_cells(nb: dict) -> dict[str, set[str]]:
+    """The cells of the blank set that ``nb`` was handed out as (the student version beside this
+    script, ``NAME/student/NAME.ipynb``, NAME from otter's metadata), by question graded by hand:
+    ``{"q5": {source, ...}}``. Empty where that file is not there (a synthetic notebook, or a run
+    from the repository)."""
+    name = str((nb.get("metadata", {}).get("otter") or {}).get("assignment_name") or "")
+    path = HERE / name / "student" / f"{name}.ipynb"
+    if not re.fullmatch(r"[\w-]+", name) or not path.exists():
+        return {}
+    if path not in _TEMPLATES:
+        blank = answers_by_hand(json.loads(path.read_text()), template=False)
+        _TEMPLATES[path] = {
+            q: {"".join(c.get("source", [])).strip() for c in cells} for q, cells in blank.items()
+        }
+    return _TEMPLATES[path]
+
+
+_TEMPLATES: dict[Path, dict[str, set[str]]] = {}
+
+
+def answers_by_hand(notebook: Path | dict, template: bool = True) -> dict[str, list[dict]]:
     """The cells a student wrote for each question graded by hand of ``notebook`` (a file, or a
     notebook already read): ``{"q1a": [cell, ...]}``, the cells after the question's prompt (the cell
-    that opens with otter's ``BEGIN QUESTION`` marker) up to its ``END QUESTION`` marker."""
+    that opens with otter's ``BEGIN QUESTION`` marker) up to its ``END QUESTION`` marker. With
+    ``template``, a cell left as the blank set has it (:func:`template_cells`: set 3's report cell
+    with its comment line and ``...``) is left out: it is no answer, and two such cells are no copy."""
     nb = notebook if isinstance(notebook, dict) else json.loads(notebook.read_text())
     cells = nb["cells"]
     found: dict[str, list[dict]] = {}
@@ -557,6 +579,12 @@ def answers_by_hand(notebook: Path | dict) -> dict[str, list[dict]]:
             continue
         if current is not None:
             found[current].append(cell)
+    blank = template_cells(nb) if template else {}
+    if blank:
+        found = {
+            q: [c for c in cells if "".join(c.get("source", [])).strip() not in blank.get(q, set())]
+            for q, cells in found.items()
+        }
     return found
 
 
@@ -801,6 +829,17 @@ def alike(a: str, b: str) -> float:
     return difflib.SequenceMatcher(None, _words(a), _words(b), autojunk=False).ratio()
 
 
+def similar(a: str, b: str) -> float:
+    """How alike two students' answers are for a near-copy flag: :func:`alike`, or, where both have
+    at least twice :data:`COPY_MIN_WORDS` words and symbols, how much of one the other holds
+    (:func:`covers`, each way): an answer pasted whole into a longer one (a code cell added below)
+    scores 1."""
+    score = alike(a, b)
+    if min(len(_words(a)), len(_words(b))) >= 2 * COPY_MIN_WORDS:
+        score = max(score, covers(a, b), covers(b, a))
+    return score
+
+
 def covers(answer: str, model: str) -> float:
     """How much of ``model`` (a model answer) ``answer`` holds, 0 to 1: the share of the model's
     :func:`_words` that difflib matches, in order, in the answer's (a copy with words of its own
@@ -873,7 +912,7 @@ def near_copies(
         names = sorted(texts)
         for i, one in enumerate(names):
             for other in names[i + 1 :]:
-                if (score := alike(texts[one], texts[other])) >= threshold:
+                if (score := similar(texts[one], texts[other])) >= threshold:
                     for a, b in ((one, other), (other, one)):
                         said = found.setdefault(a, {})
                         said[q] = "; ".join(

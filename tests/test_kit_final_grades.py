@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import json
 import re
 from pathlib import Path
 
@@ -624,6 +625,41 @@ def test_near_copies_of_the_model_answer_or_between_students_are_named(tmp_path,
     assert model["q1b"] in head and "**Rubric" in head, head
     ann, ben = q1b.split("## ann.ipynb")[1].split("## ben.ipynb")
     assert "**Near-copy: alike the model answer (" in ann and "Near-copy" not in ben, q1b
+
+
+def test_a_pasted_answer_with_more_added_and_untouched_template_cells(tmp_path, monkeypatch):
+    """An answer pasted whole into a longer one (a code cell added below) is a near-copy (how much of
+    one the other holds), while two answers that only share the blank set's cells are not, and a
+    report cell left as handed out is no answer."""
+    grade_all = problem_sets.grade_all_module()
+    own = (
+        "At a = lambda the weights e^{ax} cancel the density's exponential factor, so the weighted "
+        "tokens spread evenly up to the largest one, and the output is about half of it."
+    )
+    assert grade_all.similar(own + "\nprint(max(x) / 2)  # checked on a sample", own) == 1.0
+    assert grade_all.alike(own + "\n" + "print(x)\n" * 30, own) < grade_all.ALIKE  # diluted
+    # the blank set beside the script: its report cell, a comment line and "...", is left out
+    name, template = (
+        "ps9_demo",
+        "# Your computation for (c): a few lines, one figure or table.\n...",
+    )
+    monkeypatch.setattr(grade_all, "HERE", tmp_path)
+    grade_all._TEMPLATES.clear()
+
+    def notebook(cells):
+        nb = json.loads(_notebook(tmp_path / "n.ipynb", {"q5": cells}).read_text())
+        nb["metadata"]["otter"] = {"assignment_name": name}
+        return nb
+
+    (tmp_path / name / "student").mkdir(parents=True)
+    blank = notebook([("markdown", grade_all.PLACEHOLDER), ("code", template)])
+    (tmp_path / name / "student" / f"{name}.ipynb").write_text(json.dumps(blank))
+    assert grade_all.answers_by_hand(blank)["q5"] == []
+    assert not grade_all.answered(grade_all.answers_by_hand(blank)["q5"])
+    written = notebook([("markdown", own), ("code", template)])
+    kept = grade_all.answers_by_hand(written)["q5"]
+    assert [c["source"] for c in kept] == [own], kept
+    grade_all._TEMPLATES.clear()
 
 
 def test_collated_code_shows_its_rerun_and_flags_saved_outputs_it_does_not_reproduce(

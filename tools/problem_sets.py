@@ -1164,8 +1164,8 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "",
         "**Sets with other numbers.** The default sets' answers are public. A variant draws other "
         "numbers for sets 1 and 2 and other inputs for every hidden test; set 3's questions stay as "
-        "they are (its report carries its grade), and so do most derivations: book/grading.md says "
-        "what a variant guards against. To draw your own: pick a private seed (eight digits) and run `python variants/problem_sets.py --variant SEED` "
+        "they are (its report carries its grade), and so do most derivations: the site's grading page "
+        '(`book/grading.html`, "Using the sets for grades") says what a variant guards against. To draw your own: pick a private seed (eight digits) and run `python variants/problem_sets.py --variant SEED` '
         "in this folder, with step 1's installs. It writes `variant-SEED/`, laid out like this folder "
         "(student versions, autograders, rubrics, README, and a written check drawn from the same "
         "seed), without the repository; hand out its student versions and grade with its "
