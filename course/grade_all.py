@@ -355,6 +355,22 @@ def _decimal(row: dict, sep: str, to: str) -> dict:
     return row
 
 
+def marks_in(path: Path, questions: list[dict]) -> dict[str, dict[str, str]]:
+    """The hand marks the gradebook ``path`` holds now, ``{file: {question: mark}}`` (non-empty ones
+    only; ``{}`` where there is no gradebook yet)."""
+    if not path.exists():
+        return {}
+    sep = delimiter(path)
+    manual = [q["name"] for q in questions if q["manual"]]
+    with open(path, newline="") as handle:
+        rows = list(csv.DictReader(handle, delimiter=sep))
+    return {
+        r["file"]: {q: r[q].strip() for q in manual if (r.get(q) or "").strip()}
+        for r in rows
+        if r.get("file")
+    }
+
+
 def merge_gradebook(
     path: Path,
     questions: list[dict],
@@ -1447,6 +1463,7 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"grade_all: report-marks-{args.name}.csv: not counted: {problem}", file=sys.stderr
             )
+    before = marks_in(gradebook, questions)  # the hand marks read before this run
     book = {
         row["file"]: row for row in merge_gradebook(gradebook, questions, rows, prefill, entered)
     }
@@ -1503,8 +1520,15 @@ def main(argv: list[str] | None = None) -> int:
             if q["manual"]
             and book[f.name][q["name"]].strip()
             and f.name not in out_of_range
-            and not args.completion  # marks just entered unread: not in the feedback yet
+            # a mark --completion enters now is unread: not in the feedback yet; one already in the
+            # gradebook before this run (a late student graded with the others) stays in it
+            and (not args.completion or before.get(f.name, {}).get(q["name"]))
         }
+        unread = args.completion and any(
+            book[f.name][q["name"]].strip() and not before.get(f.name, {}).get(q["name"])
+            for q in questions
+            if q["manual"]
+        )
         write_feedback(
             args.out / "feedback" / args.name / f"{f.stem}.md",
             args.name,
@@ -1514,11 +1538,11 @@ def main(argv: list[str] | None = None) -> int:
             hidden_failed,
             marks,
             (row["total_awarded"], float(row["total_possible"]))
-            if (row := book[f.name])["total_awarded"] and not args.completion
+            if (row := book[f.name])["total_awarded"] and not unread
             else None,
             raised(results[f]),
             row[COMMENTS],
-            "" if args.completion else report_items.get(f.name, ""),
+            report_items.get(f.name, ""),
             _unanswered(f),
         )
         total = sum(p for p, _ in points.values())

@@ -911,6 +911,10 @@ def test_grade_all_writes_a_gradebook_and_feedback_without_the_tests(built, tmp_
     )
     copies = re.search(r"solution\.ipynb: near-copies.*", done.stderr)
     assert copies and "q4 alike the model answer" in copies[0], done.stderr[-3000:]
+    # own's marks, read and returned before this second --completion run (a late student, say),
+    # stay in its feedback: only the marks this run enters wait for --reuse
+    returned = own_feedback.read_text()
+    assert "| question graded by hand |" in returned and f"Total: {total:g}" in returned, returned
     q4 = (out / "by-question" / f"{name}-q4.md").read_text().split("## own.ipynb")[1]
     assert "*Completion: left for you: marked by its rubric (--except-question).*" in q4, q4
     q1a = (out / "by-question" / f"{name}-q1a.md").read_text()
