@@ -1132,8 +1132,9 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         'filler such as "I used autograd and it works"); for '
         "set 3 add `--except-question q5`, the report, which its rubric marks item by item in "
         "`graded/report-marks-ps3_regression.csv` (a row per reading, a second reader's in a row of "
-        "its own; q5 is the items' sum, or the readings' mean). A `--completion` run's feedback "
-        "holds the autograded points alone, until you have read its marks over and run `--reuse`. "
+        "its own; q5 is the items' sum, or the readings' mean). A `--completion` run leaves the "
+        "marks it enters out of the feedback until you have read them over and run `--reuse` (marks "
+        "already in the gradebook stay in it: grading a late student with the others is safe). "
         "With `--collate` or "
         "`--completion` it names near-copies too: an answer that holds the set's model answer, or "
         "half of it or more (the solutions are public), or two students' answers much alike, each left unmarked; "
