@@ -55,8 +55,9 @@ answer at least :data:`ALIKE` alike the model answer of the set's rubric.md (the
 public), or another student's, and one pasting :data:`PARTLY` of the model answer's sentences
 (:func:`pasted`).
 They are named on stderr and in the collated file, and ``--completion`` leaves an answer holding the
-model answer, whole or in part, unmarked, for the grader to read. A ``--completion`` run writes
-feedback with the autograded points alone: its marks reach the feedback with ``--reuse``, once read.
+model answer, whole or in part, or another student's, unmarked, for the grader to read. The marks a
+``--completion`` run enters reach the feedback with ``--reuse``, once read; marks already in the
+gradebook stay in it.
 
 Public and hidden are told apart by otter's own results (``results.json``): its "Public Tests" entry
 summarises the public test cases only (otter's ``summary(public_only=True)``: the checks in the student
