@@ -243,3 +243,27 @@ def test_each_two_hour_sheet_is_the_90_minute_sheet_with_two_blocks_of_15_minute
         assert kept == [r[1:] for r in short], (
             f"session {n}: the two-hour sheet's other rows are not the 90-minute sheet's"
         )
+
+
+def test_each_two_hour_sheet_stands_alone():
+    """A two-hour sheet prints and is used alone (r54's lecturer): its "Before", "Open" and "Announce"
+    are its 90-minute sheet's, word for word, and its "If it runs late" first drops an added block,
+    naming it as the sheet's added rows do."""
+    sheets = TWO_HOURS_SHEETS.split("\n## Session ")[1:]
+    for n, (text, short) in enumerate(zip(sheets, sheet_texts(), strict=True), 1):
+        for part in ("**Before.**", "**Open.**", "**Announce.**"):
+            assert part in text, f"two-hour sheet {n} has no {part}"
+            mine = text.split(part, 1)[1].split("\n\n", 1)[0]
+            theirs = short.split(part, 1)[1].split("\n\n", 1)[0]
+            assert mine == theirs, f"two-hour sheet {n}: its {part} is not the 90-minute sheet's"
+        late = text.split("**If it runs late.**", 1)[1].split("\n\n", 1)[0]
+        added = re.findall(r"^\| \d:\d\d \| 15 \| \*\*Added\.\*\* ([^|]+)\|", text, re.M)
+        first = late.split(";", 1)[0].lower()
+        names = [
+            word.lower()
+            for row in added
+            for word in re.findall(r"Exercise \d\.\d|\blab\b|step \d", row, re.I)
+        ]
+        assert "added" in first and any(name in first for name in names), (
+            f"two-hour sheet {n}: its 'If it runs late' does not drop an added block first: {late!r}"
+        )

@@ -677,8 +677,9 @@ def test_handouts_print_one_pdf_per_lesson_and_lab(site, tmp_path):
         "quizzes.pdf",
         "reading/",
         "instructor/",
-        "term_checklist.pdf",
+        "lecturer_guide.pdf",
         "run_sheets_two_hours.pdf",
+        "NN_name-notes.pdf",
     ):
         assert f"`{name}`" in readme, f"the handouts' README.md does not say what {name} is"
     for name in ("syllabus.md", "syllabus.html", "slides/"):
@@ -707,9 +708,13 @@ def test_handouts_print_one_pdf_per_lesson_and_lab(site, tmp_path):
         sheets = (out / "instructor" / f"{name}.pdf").read_bytes()
         pages = len(re.findall(rb"/Type\s*/Page[^s]", sheets))
         assert pages == 3, f"instructor/{name}.pdf: {pages} pages; one per session (3) expected"
-    checklist = (out / "instructor" / "term_checklist.pdf").read_bytes()  # the term, to tick
-    pages = len(re.findall(rb"/Type\s*/Page[^s]", checklist))
-    assert pages == 1, f"instructor/term_checklist.pdf: {pages} pages; one expected"
+    guide = (out / "instructor" / "lecturer_guide.pdf").read_bytes()  # the term, to tick
+    pages = len(re.findall(rb"/Type\s*/Page[^s]", guide))
+    assert 1 <= pages <= 2, f"instructor/lecturer_guide.pdf: {pages} pages; at most two expected"
+    # the speaker notes give the exercises' answers: with the lecturer's pages, not in slides/
+    for md in lessons(ROOT):
+        assert (out / "instructor" / f"{page_name(md)}-notes.pdf").exists(), md.stem
+    assert not list((out / "slides").glob("*notes*")), "speaker notes in handouts/slides/"
     for md in [*lessons(ROOT), *labs(ROOT)]:  # a handout per lesson, and per lab beside it
         pdf = (out / f"{page_name(md)}.pdf").read_bytes()
         pages = len(re.findall(rb"/Type\s*/Page[^s]", pdf))

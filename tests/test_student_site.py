@@ -28,7 +28,7 @@ GONE = {
     "sets-for-grades",
     "run-sheets",
     "run-sheets-two-hours",
-    "term-checklist",
+    "lecturer-guide",
     "adapting-sets",
 }
 

@@ -13,8 +13,9 @@ lesson again without its code (a reading handout), with headless Chromium (no Te
 ``make handouts`` runs this after building the site when there is none (``make book``). The syllabus
 (``book/syllabus.md``, one page for students) prints to ``syllabus.pdf``; the chain of
 results (``book/chain_of_results.md``, the course's one-page summary) prints to ``chain_of_results.pdf``,
-a lesson's handout to ``NN_name.pdf``, its lab's to ``labs/NN_name.pdf``; the term's checklist and the
-run sheets, for the lecturer alone, to ``instructor/term_checklist.pdf`` and ``instructor/run_sheets.pdf``, so that the rest of the folder can go to students as it is. A lesson's reading handout
+a lesson's handout to ``NN_name.pdf``, its lab's to ``labs/NN_name.pdf``; the lecturer's guide, the
+run sheets and the decks' speaker notes, for the lecturer alone, to ``instructor/`` (``lecturer_guide.pdf``,
+``run_sheets.pdf``, ``NN_name-notes.pdf``), so that the rest of the folder can go to students as it is. A lesson's reading handout
 (``reading/NN_name``, to read before its session) prints to ``reading/NN_name.pdf``: the same page
 printed the same way, but without the input of any code cell (``READING_CSS``, for the page's root
 marked ``softlin-reading``); what the cells print stays: text, tables, figures with their captions, the
@@ -44,7 +45,7 @@ Beside the PDFs: the syllabus to edit (``syllabus.md``, its source without the s
 style, and ``syllabus.html``, the same rendered with markdown-it: Word, LibreOffice and Google Docs open
 it as a document to edit), and each lesson's slide deck printed one slide a page (``slides/NN_name.pdf``,
 reveal.js's ``?print-pdf`` view, every fragment shown), and its speaker notes alone, slide by slide
-(``slides/NN_name-notes.pdf``, the deck's ``?script`` view); the page name ``slides`` prints them alone.
+(``instructor/NN_name-notes.pdf``, the deck's ``?script`` view, kept with the lecturer's pages); the page name ``slides`` prints them alone.
 
 ``--measure`` renders each PDF's pages as images (``pdftoppm`` of poppler-utils) and prints the blank
 fraction at the bottom of every page (:func:`blank_fractions`).
@@ -464,13 +465,13 @@ def blank_fractions(pdf: Path, dpi: int = 40) -> list[float]:
 SUMMARY_PAGES = (
     "syllabus",
     "chain_of_results",
-    "term_checklist",
+    "lecturer_guide",
     "run_sheets",
     "run_sheets_two_hours",
     "quizzes",
 )
 # Printed into their own folder, ``instructor/``, apart from what students get
-FOR_INSTRUCTORS = ("term_checklist", "run_sheets", "run_sheets_two_hours")
+FOR_INSTRUCTORS = ("lecturer_guide", "run_sheets", "run_sheets_two_hours")
 INSTRUCTOR = "instructor"
 
 
@@ -530,8 +531,9 @@ def editable_syllabus(root: Path, out: Path) -> list[Path]:
 def print_decks(site: Path, out: Path) -> list[dict]:
     """Print each lesson's deck (``site/slides/NN_name.html``) to ``out/slides/NN_name.pdf``, one
     slide a page with every fragment shown (reveal.js's ``?print-pdf`` view), and to
-    ``out/slides/NN_name-notes.pdf``, the speaker notes alone, slide by slide, on a few A4 pages (the
-    deck's ``?script`` view, ``tools/slides.py``), for the lecturer; return {pdf, seconds} per deck, the notes' PDF
+    ``out/instructor/NN_name-notes.pdf``, the speaker notes alone, slide by slide, on a few A4 pages
+    (the deck's ``?script`` view, ``tools/slides.py``): for the lecturer, with the instructor's pages,
+    since the notes give the exercises' answers; return {pdf, seconds} per deck, the notes' PDF
     under ``notes``. Exit with a message when the site has no decks (build it: ``make book``)."""
     from playwright.sync_api import sync_playwright
 
@@ -542,6 +544,7 @@ def print_decks(site: Path, out: Path) -> list[dict]:
     if missing:
         sys.exit(f"{site / 'slides'} lacks the decks {missing}: build the site first (make book)")
     (out / SLIDES).mkdir(parents=True, exist_ok=True)
+    (out / INSTRUCTOR).mkdir(parents=True, exist_ok=True)
     written = []
     with sync_playwright() as p:
         browser = p.chromium.launch(
@@ -557,11 +560,12 @@ def print_decks(site: Path, out: Path) -> list[dict]:
                 ("", "?print-pdf", "() => window.Reveal && Reveal.isReady()"),
                 ("-notes", "?script", "() => window.scriptReady === true"),
             ):
+                folder = out / (INSTRUCTOR if suffix else SLIDES)
                 page = context.new_page()
                 page.goto(deck.as_uri() + query, wait_until="load")
                 page.wait_for_function(ready, timeout=60_000)
                 page.wait_for_timeout(300)
-                target = out / SLIDES / f"{deck.stem}{suffix}.pdf"
+                target = folder / f"{deck.stem}{suffix}.pdf"
                 target.write_bytes(page.pdf(print_background=True, prefer_css_page_size=True))
                 page.close()
                 printed[suffix] = target
@@ -588,12 +592,13 @@ README = """# Handouts (A4 PDFs, printed from the built site)
   without solutions; `labs/`: the labs the same way.
 - `reading/`: each lesson without its code cells' input (figures and printed results kept), the
   lighter reading handout to print before a session.
-- `slides/`: each lesson's deck, one slide a page (every step shown), to project without the site or
-  to annotate; `NN_name-notes.pdf`, the speaker notes slide by slide (a few pages a deck), for the
-  lecturer at the lectern.
-- `instructor/`: for the lecturer only: the term on one page (`term_checklist.pdf`), the run sheets for
-  two-hour sessions (`run_sheets_two_hours.pdf`), and the run
-  sheets, one page per session.
+- `slides/`: each lesson's deck, one slide a page (every step shown, no speaker notes), to project
+  without the site or to annotate.
+- `instructor/`: for the lecturer only, since it gives answers: the lecturer's guide, the term week by
+  week on two pages (`lecturer_guide.pdf`), the run sheets, one page per session (`run_sheets.pdf`,
+  and `run_sheets_two_hours.pdf` for two-hour sessions), and each deck's speaker notes slide by slide
+  (`NN_name-notes.pdf`, a few pages a deck), for the lectern. Everything outside this folder can go to
+  students as it is.
 """
 
 

@@ -96,10 +96,12 @@ the failed public checks' messages and only how many hidden checks failed (their
 inputs and expected values).
 
 ``autograder.zip`` is otter's autograder for Gradescope, which builds its own environment from the zip:
-:func:`add_requirements` makes the zip list torch, scipy and softlin (installed by pip from the
-repository at the commit the student notebooks install) beside otter's own requirements, and
-:func:`add_git` adds git, which pip needs for that URL. That path is not run by the tests here, which check only that the zip lists
-them; book/adapting.md says how to check it on Gradescope before relying on it.
+:func:`add_requirements` makes the zip list torch, scipy and softlin beside otter's own requirements;
+``make problem-sets`` (:func:`main`) then puts the softlin wheel of this checkout in the zip and makes
+the environment install it from there (:func:`bundle_wheel`), so a kit built from a fork grades with
+its own library; :func:`add_git` adds git, which pip needs where the URL stays (the site's copies).
+That path is not run by the tests here, which check only that the zip lists them and holds the wheel;
+book/adapting.md says how to check it on Gradescope before relying on it.
 
 Why otter-grader rather than nbgrader: one source notebook gives the student version and the
 autograder, with public and hidden tests and points per test case, in the notebook format students
@@ -1012,6 +1014,35 @@ def add_git(autograder: Path) -> None:
             z.writestr(info, data)
 
 
+#: Where Gradescope unpacks ``autograder.zip`` (otter-grader's setup script reads its files there).
+AUTOGRADER_SOURCE = "/autograder/source"
+
+
+def bundle_wheel(autograder: Path, wheel: Path) -> None:
+    """Put ``wheel`` (softlin, built from this checkout) into ``autograder.zip`` and make the zip's
+    environment.yml install softlin from it (``/autograder/source/<wheel>``, where Gradescope unpacks the
+    zip) instead of from the repository's URL, in place: a kit rebuilt from a fork, or from changes not
+    pushed anywhere, grades on Gradescope with its own softlin. Raises SystemExit if the environment
+    lists no softlin."""
+    import yaml
+
+    with zipfile.ZipFile(autograder) as z:
+        members = [(i, z.read(i.filename)) for i in z.infolist() if not i.filename.endswith(".whl")]
+    for k, (info, data) in enumerate(members):
+        if info.filename == "environment.yml":
+            env = yaml.safe_load(data)
+            pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
+            found = [i for i, req in enumerate(pip) if req.startswith("softlin")]
+            if len(found) != 1:
+                raise SystemExit(f"problem_sets: {autograder} lists softlin {len(found)} times")
+            pip[found[0]] = f"{AUTOGRADER_SOURCE}/{wheel.name}"
+            members[k] = (info, yaml.safe_dump(env, sort_keys=False).encode())
+    with zipfile.ZipFile(autograder, "w", zipfile.ZIP_DEFLATED) as z:
+        for info, data in members:
+            z.writestr(info, data)
+        z.write(wheel, wheel.name)
+
+
 def points(name: str, variant: int | None = None) -> tuple[float, float]:
     """(total, autograded) points of a set."""
     qs = questions(name, variant)
@@ -1057,7 +1088,8 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "| when | command |",
         "|---|---|",
         f"| once | `pip install torch=={TORCH} --index-url https://download.pytorch.org/whl/cpu`, then "
-        "`pip install otter-grader==7.0.0 ipykernel scipy ./softlin-*.whl` |",
+        "`pip install otter-grader==7.0.0 ipykernel scipy ./softlin-*.whl` (that index out of reach: "
+        "step 1 below says how to bring torch's wheel) |",
         "| before term: does grading work? | `python grade_all.py ps1_measures "
         "ps1_measures/autograder/ps1_measures.ipynb --out trial` (every autograded point) |",
         "| a ten-minute check on set N | `python written_check.py --seed SEED --set N` (SEED: "
@@ -1484,6 +1516,8 @@ def main(argv=None) -> int:
         )
     wheel = build_wheel(out)
     print(f"problem_sets: {wheel.name}, for grading without the repository")
+    for name in names:  # Gradescope installs this softlin, not the repository's
+        bundle_wheel(out / name / "autograder" / "autograder.zip", wheel)
     add_mathjax(out)  # the solution sheets' formulas, offline
     for name in names:  # a solution sheet run in its folder installs softlin without GitHub
         if (out / name / "solutions").is_dir():

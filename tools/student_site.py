@@ -48,7 +48,7 @@ OUT = ROOT / "_build" / "student-site"
 #: The pages for instructors (book/NAME.md), left out of the student edition.
 INSTRUCTOR_PAGES = (
     "instructor",
-    "term_checklist",
+    "lecturer_guide",
     "run_sheets",
     "run_sheets_two_hours",
     "grading",
