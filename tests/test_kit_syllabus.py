@@ -58,7 +58,7 @@ def test_the_weights_are_the_default_grading_schemes():
 def test_the_syllabus_is_linked_and_kept_for_students():
     from student_site import INSTRUCTOR_PAGES
 
-    for page in ("intro", "instructor"):
+    for page in ("intro", "instructor", "lecturer_guide"):
         assert "{doc}`syllabus`" in (ROOT / "book" / f"{page}.md").read_text(), page
     assert "syllabus" not in INSTRUCTOR_PAGES
     assert "- file: book/syllabus" in (ROOT / "_toc.yml").read_text()
