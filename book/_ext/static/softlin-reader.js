@@ -225,8 +225,8 @@
           "Not yet: that does not round to the answer at " + d.digits + " significant digits.";
         verdict.className = "softlin-answer-verdict " + (right ? "softlin-answer-yes" : "softlin-answer-no");
       });
-      note.textContent = "No answer in this cell yet: check one in the box below, or replace None " +
-        "by your answer and run the cell in Colab or Jupyter.";
+      note.textContent = "Type your answer in the box below and press Check (in Colab or Jupyter: " +
+        "replace None by your answer and run the cell).";
       note.insertAdjacentElement("afterend", form);
     });
   }
