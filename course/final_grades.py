@@ -509,9 +509,9 @@ def _grades(args, ap, folder: Path, out: Path) -> int:
     unknown = sorted(graded - set(roster or graded))
     if unknown:  # a file named otherwise than the list says, or a student missing from it
         print(
-            f"final_grades: not on the class list {roster_path}: {unknown} (rename their "
-            "notebooks to their IDs and grade again, or add them to the list); given rows all "
-            "the same",
+            f"final_grades: not on the class list {roster_path}: {unknown}. Their grades are "
+            "computed all the same (rows below); a notebook named otherwise than its student's ID: "
+            "rename it and grade its set again; a student missing from the list: add them",
             file=sys.stderr,
         )
     students = sorted(graded | set(roster or ()))

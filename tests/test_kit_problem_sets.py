@@ -1741,3 +1741,30 @@ def test_the_oral_check_bank_is_built_beside_the_rubrics_and_not_on_the_site(bui
     at_one = 2 * icl.risk_fluctuation_constant(A, b, Sigma, tau2=0.2, noise_var=0.1) - paper.bayes
     assert f"From {at_one:.2f} at $r = 1$ to $C_{{\\rm soft}} = {paper.softmax:.2f}$" in bank
     assert f"a factor of about {at_one / paper.softmax:.2f}" in bank
+
+
+@pytest.mark.book
+def test_the_rehearsal_grades_a_mock_class_through_the_term(built):
+    """``python rehearse.py`` in the built kit (the lecturer's rehearsal before term) grades its mock
+    class of three through the whole term, every set, the hand marks, the report, the checks and the
+    course grades, and finds every point and grade as the default scheme gives them (its own checks:
+    ada 100.0, ben 7.5, cleo between, and each autograded question's points)."""
+    import subprocess
+    import sys
+
+    assert (built / "rehearse.py").exists() and (built / "variants" / "rehearse.py").exists()
+    proc = subprocess.run(
+        [sys.executable, "rehearse.py"],
+        cwd=built,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "every point and grade is as expected" in proc.stdout, proc.stdout[-2000:]
+    graded = built / "rehearsal" / "graded"
+    grades = {r["student"]: r for r in csv.DictReader((graded / "course-grades.csv").open())}
+    assert sorted(grades) == ["ada", "ben", "cleo"], grades
+    for name in SETS:  # the feedback a student gets, written with the hand marks
+        assert len(list((graded / "feedback" / name).glob("*.md"))) == 3, name

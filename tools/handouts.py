@@ -625,7 +625,9 @@ def main(argv=None) -> int:
     if unknown:
         ap.error(f"unknown pages {unknown}; known: {list(titles) + readings + [SLIDES]}")
     if not args.pages and args.out.is_dir():  # all of it: nothing of an older build is left over
-        shutil.rmtree(args.out)  # (a file moved or renamed since, such as speaker notes with answers)
+        shutil.rmtree(
+            args.out
+        )  # (a file moved or renamed since, such as speaker notes with answers)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "README.md").write_text(README)
     site, out = args.site.resolve(), args.out.resolve()

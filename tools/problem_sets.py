@@ -1063,6 +1063,8 @@ ORAL_CHECKS = HERE / "oral_checks.md" if IN_KIT else ROOT / "course" / "oral_che
 GRADE_ALL = HERE / "grade_all.py" if IN_KIT else ROOT / "course" / "grade_all.py"
 # the course grade under the default scheme, from the three gradebooks and the checks' marks, shipped
 FINAL_GRADES = HERE / "final_grades.py" if IN_KIT else ROOT / "course" / "final_grades.py"
+# the term's grading rehearsed on a mock class of three, in a few minutes, shipped
+REHEARSE = HERE / "rehearse.py" if IN_KIT else ROOT / "course" / "rehearse.py"
 
 
 def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> None:
@@ -1090,8 +1092,10 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         f"| once | `pip install torch=={TORCH} --index-url https://download.pytorch.org/whl/cpu`, then "
         "`pip install otter-grader==7.0.0 ipykernel scipy ./softlin-*.whl` (that index out of reach: "
         "step 1 below says how to bring torch's wheel) |",
-        "| before term: does grading work? | `python grade_all.py ps1_measures "
-        "ps1_measures/autograder/ps1_measures.ipynb --out trial` (every autograded point) |",
+        "| before term: rehearse the grading | `python rehearse.py`: a mock class of three (ada, ben, "
+        "cleo) graded through the whole term, each command below run in turn and printed, in two "
+        "minutes or so; it says whether every point and grade is as expected, and leaves the "
+        "gradebooks, feedback, collated answers and course grades in `rehearsal/` to read |",
         "| a ten-minute check on set N | `python written_check.py --seed SEED --set N` (SEED: "
         "private, eight digits, new each time) |",
         "| after set N's deadline | `python grade_all.py NAME setN/ --collate --completion` (set 3: "
@@ -1129,8 +1133,8 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "   - `graded/grades-NAME.csv`, the gradebook: the autograded points per question, an empty "
         "column per question graded by hand for you to fill in, then the totals: `manual_awarded` "
         "and `total_awarded` are added up once every hand mark of a row is in; last `comments`, "
-        "your words to the student, which the feedback quotes (the columns of "
-        "`--grade --csv` below; the questions come from NAME/questions.json); running again (a "
+        "your words to the student, which the feedback quotes (the questions come from "
+        "NAME/questions.json); running again (a "
         "late submission, or `--reuse` after marking) merges into it, keeping the other rows and "
         "every hand mark you entered;",
         "   - `graded/feedback/NAME/FILE.md` per student, to return: per question, the points, the "
@@ -1528,6 +1532,7 @@ def main(argv=None) -> int:
     shutil.copyfile(ORAL_CHECKS, out / "oral-checks.md")  # for the instructor; not on the site
     shutil.copyfile(GRADE_ALL, out / "grade_all.py")  # a class at once, without the repository
     shutil.copyfile(FINAL_GRADES, out / "final_grades.py")  # the course grades, from the gradebooks
+    shutil.copyfile(REHEARSE, out / "rehearse.py")  # the term's grading, rehearsed before term
     zip_students(names, out)
     ship_generator(out)  # set variants from a private seed, without the repository
     return 0
@@ -1548,6 +1553,7 @@ def ship_generator(out: Path) -> Path:
     shutil.copyfile(ORAL_CHECKS, generator / "oral_checks.md")
     shutil.copyfile(GRADE_ALL, generator / "grade_all.py")
     shutil.copyfile(FINAL_GRADES, generator / "final_grades.py")
+    shutil.copyfile(REHEARSE, generator / "rehearse.py")
     (generator / "BUILT_FROM").write_text((built_from() or "") + "\n")
     return generator
 

@@ -140,7 +140,8 @@ beside them, a second reading. A lesson runs in about a minute on a CPU, a lab i
   lab) to the *Files* pane, and *Run all*. The first cell installs it; without it, the cell installs
   softlin from the book's repository.
 - **Jupyter on your machine**: keep the wheel beside the notebooks, install torch's CPU build once
-  (`pip install torch --index-url https://download.pytorch.org/whl/cpu`), open a notebook, *Run All*.
+  (`pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu`, the torch the book is
+  tested with, as the problem sets pin it), open a notebook, *Run All*.
 
 Each exercise ends in a cell that checks your answer (`answer = None`: put yours in its place).
 
