@@ -941,7 +941,8 @@ def _q_query_variance(two: dict) -> Question:
                 f"query z = {g(z)}?",
                 14,
                 f"s = σ²u²z² = {g(s2)} × {g(u * u)} × {g(z * z)} = {g(two['s'])}, and L e^{{−s}} ≥ N "
-                f"gives L ≥ N e^{{s}} = {N} e^{{{g(two['s'])}}} ≈ {two['length']} tokens.",
+                f"gives L ≥ N e^{{s}} = {N} e^{{{g(two['s'])}}} = {N * math.exp(two['s']):.2f}, so "
+                f"L = {two['length']} tokens (the next whole number).",
                 f"s = {g(two['s'])} and L ≈ {two['length']} (N e^{{s}}, the exact expression, counts)",
                 "s or N e^{s} with a slip (z or σ not squared; L = N e^{−s})",
                 "otherwise",
