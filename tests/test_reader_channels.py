@@ -280,7 +280,7 @@ def test_self_checks_say_where_they_run(reader, f):
     """On the site every exercise's check says where it runs: in the box below it (softlin-reader.js,
     a number's check) or, as for every check, in Colab or Jupyter."""
     text = reader[(f, 1280)]["text"]
-    assert "run the cell in Colab or Jupyter" in text
+    assert "press Check" in text and "(in Colab or Jupyter: replace None" in text
     assert "No answer yet" not in text, "the notebook's sentence, not the site's"
 
 

@@ -1072,6 +1072,9 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
     lines = [
         f"# Problem sets{which}",
         "",
+        "The term week by week, each step with its command, is the book's *The lecturer's guide* (two "
+        "pages, `handouts/instructor/lecturer_guide.pdf`); this file is the reference for the commands.",
+        "",
         "| set | points | autograded | by hand | student version | autograder |",
         "|---|---:|---:|---:|---|---|",
     ]
