@@ -624,10 +624,12 @@ def main(argv=None) -> int:
     unknown = [s for s in pages if s not in titles and s not in readings and s != SLIDES]
     if unknown:
         ap.error(f"unknown pages {unknown}; known: {list(titles) + readings + [SLIDES]}")
-    if not args.pages and args.out.is_dir():  # all of it: nothing of an older build is left over
-        shutil.rmtree(
-            args.out
-        )  # (a file moved or renamed since, such as speaker notes with answers)
+    # Printing all of it starts from an empty folder, so nothing of an older build is left over (a
+    # file moved since, such as speaker notes with answers); only a folder this script wrote, with its
+    # README, is emptied, never one of the user's own.
+    readme = args.out / "README.md"
+    if not args.pages and readme.is_file() and readme.read_text().startswith(README[:40]):
+        shutil.rmtree(args.out)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "README.md").write_text(README)
     site, out = args.site.resolve(), args.out.resolve()
