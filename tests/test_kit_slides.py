@@ -450,8 +450,14 @@ def decks(built_book):
                 )
             printed = context.new_page()
             printed.goto(deck.as_uri() + "?print-pdf", wait_until="load")
-            printed.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=60_000)
+            printed.wait_for_function(
+                "() => window.Reveal && Reveal.isReady() && window.pdfNumbered", timeout=60_000
+            )
             printed.wait_for_timeout(300)
+            printed_numbers = printed.evaluate(
+                "() => [...document.querySelectorAll('.pdf-page')].map(p => "
+                "(p.querySelector('.slide-number-pdf') || {}).textContent || '')"
+            )
             pdf = printed.pdf(print_background=True, prefer_css_page_size=True)
             script = context.new_page()  # the speaker notes alone, printed as the notes handout
             script.goto(deck.as_uri() + "?script", wait_until="load")
@@ -470,6 +476,7 @@ def decks(built_book):
                 "requests": requests,
                 "errors": errors,
                 "pdf_pages": len(re.findall(rb"/Type\s*/Page[^s]", pdf)),
+                "printed_numbers": printed_numbers,
             }
             printed.close()
             page.close()
@@ -535,6 +542,10 @@ def test_the_deck_fits_its_frame_typesets_its_formulas_and_needs_no_network(deck
     )
     assert d["pdf_pages"] == d["slides"], (
         f"{md.stem}: ?print-pdf printed {d['pdf_pages']} pages for {d['slides']} slides"
+    )
+    assert d["printed_numbers"] == [""] + [str(i) for i in range(1, d["slides"])], (
+        f"{md.stem}: the printed pages are numbered {d['printed_numbers']}; the run sheets number the "
+        f"slides after the title 1 to {after_title}, and the title page carries no number"
     )
 
 

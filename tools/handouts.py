@@ -557,7 +557,7 @@ def print_decks(site: Path, out: Path) -> list[dict]:
             t0 = time.perf_counter()
             printed = {}
             for suffix, query, ready in (
-                ("", "?print-pdf", "() => window.Reveal && Reveal.isReady()"),
+                ("", "?print-pdf", "() => window.Reveal && Reveal.isReady() && window.pdfNumbered"),
                 ("-notes", "?script", "() => window.scriptReady === true"),
             ):
                 folder = out / (INSTRUCTOR if suffix else SLIDES)
@@ -592,8 +592,8 @@ README = """# Handouts (A4 PDFs, printed from the built site)
   without solutions; `labs/`: the labs the same way.
 - `reading/`: each lesson without its code cells' input (figures and printed results kept), the
   lighter reading handout to print before a session.
-- `slides/`: each lesson's deck, one slide a page (every step shown, no speaker notes), to project
-  without the site or to annotate.
+- `slides/`: each lesson's deck, one slide a page (every step shown, no speaker notes; numbered from
+  the slide after the title, as the run sheets count), to project without the site or to annotate.
 - `instructor/`: for the lecturer only, since it gives answers: the lecturer's guide, the term week by
   week on two pages (`lecturer_guide.pdf`), the run sheets, one page per session (`run_sheets.pdf`,
   and `run_sheets_two_hours.pdf` for two-hour sessions), and each deck's speaker notes slide by slide

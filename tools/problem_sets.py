@@ -1113,134 +1113,157 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
             else []
         ),
         "",
-        "## Step by step",
+        "The sections below are the reference for each row of that table.",
         "",
-        "Grade a submission with otter alone (no Docker, no repository): it runs the same public and "
-        "hidden tests.",
+        "## 1. Install, once",
         "",
-        "**Students' code runs on your machine.** Without Docker, otter runs each submitted notebook "
+        "- **Students' code runs on your machine.** Without Docker, otter runs each submitted notebook "
         "as you, with your files in reach: grade inside a container or a virtual machine, or at "
         "least as a user who owns nothing but the grading folder.",
-        "",
-        "1. Install, once, otter, a Jupyter kernel and softlin at the commit these sets were built from, "
-        "from the wheel beside this file. Grading needs no GPU: on Linux, first "
+        "- Grading needs no GPU and no repository. On Linux, first "
         f"`pip install torch=={TORCH} --index-url https://download.pytorch.org/whl/cpu` (the torch "
-        "these sets were tested with; it avoids the multi-GB "
-        "CUDA build; where that index is out of reach, `pip install` a CPU wheel of torch fetched "
-        f"on a machine that reaches it, with `pip download torch=={TORCH} --no-deps --index-url "
-        "https://download.pytorch.org/whl/cpu`), then `pip install otter-grader==7.0.0 ipykernel torch scipy ./softlin-*.whl` "
-        "(or, with network, "
+        "these sets were tested with; it avoids the multi-GB CUDA build). Where that index is out of "
+        "reach, `pip install` a CPU wheel of torch fetched on a machine that reaches it, with "
+        f"`pip download torch=={TORCH} --no-deps --index-url https://download.pytorch.org/whl/cpu`.",
+        "- Then otter, a Jupyter kernel and softlin at the commit these sets were built from, from the "
+        "wheel beside this file: `pip install otter-grader==7.0.0 ipykernel torch scipy "
+        "./softlin-*.whl` (or, with network, "
         f'`pip install otter-grader==7.0.0 ipykernel torch scipy "{softlin}"`).',
-        "2. Grade a class at once: `python grade_all.py NAME submissions/` runs otter on every "
-        "notebook of `submissions/`. It writes two things:",
-        "   - `graded/grades-NAME.csv`, the gradebook: the autograded points per question, an empty "
-        "column per question graded by hand for you to fill in, then the totals: `manual_awarded` "
-        "and `total_awarded` are added up once every hand mark of a row is in; last `comments`, "
+        "",
+        "## 2. Grade a set: `grade_all.py`",
+        "",
+        "`python grade_all.py NAME submissions/` runs otter on every notebook of `submissions/`, with the "
+        "same public and hidden tests as the autograder (no Docker). It writes:",
+        "",
+        "- `graded/grades-NAME.csv`, the gradebook: the autograded points per question, an empty "
+        "column per question graded by hand for you to fill in, then the totals (`manual_awarded` "
+        "and `total_awarded`, added up once every hand mark of a row is in) and last `comments`, "
         "your words to the student, which the feedback quotes (the questions come from "
-        "NAME/questions.json); running again (a "
-        "late submission, or `--reuse` after marking) merges into it, keeping the other rows and "
-        "every hand mark you entered;",
-        "   - `graded/feedback/NAME/FILE.md` per student, to return: per question, the points, the "
+        "NAME/questions.json). Running again (a late submission, or `--reuse` after marking) merges "
+        "into it, keeping the other rows and every hand mark you entered. A spreadsheet may save it "
+        "with semicolons and decimal commas (`1,5`): it is read, and written back, so.",
+        "- `graded/feedback/NAME/FILE.md` per student, to return: per question, the points, the "
         "messages of the failed public checks (those the student can run with `grader.check`) and "
         "only how many hidden checks failed, with no hidden test's message, input or expected value; "
         "the errors the student's code raised in its checks (a `NameError` when a cell stopped "
-        "before defining a function); and the hand marks and comments already in the gradebook. "
-        "A notebook that runs past `--timeout` seconds (default 900) is stopped, named and left "
-        "out, like one otter cannot read; the exit status is then 1.",
+        "before defining a function); and the hand marks and comments already in the gradebook.",
+        "- with `--collate`, `graded/by-question/NAME-qN.md` per question graded by hand: its model "
+        "answer and rubric (folded), then every student's answer to it (with the figures it drew, "
+        "and any error it raised), to mark it across the class. It runs each notebook again first "
+        "and shows what its code prints now: a cell that raises on rerun, or whose saved output it "
+        "does not reproduce (the report's computation, say), is flagged above the answer "
+        "(`--no-rerun` shows the saved outputs alone).",
         "",
-        "   To mark by hand: `--collate` also writes `graded/by-question/NAME-qN.md`, the question's "
-        "model answer and rubric (folded), then every student's answer to it (with the figures it "
-        "drew, and any error it raised), to mark it across the class. "
-        "It runs each notebook again first, and shows what its code prints now: a cell that raises "
-        "on rerun, or whose saved output it does not reproduce (the report's computation, say), is "
-        "flagged above the answer (`--no-rerun` shows the saved outputs alone). Enter "
-        "the marks in the gradebook (a spreadsheet may save it with semicolons and decimal commas, "
-        "`1,5`: it is read, and written back, so), then `python grade_all.py NAME submissions/ --reuse` rewrites "
-        "the feedback with them (from the kept results, without running otter again).",
-        "",
-        "   One submission by hand: `mkdir -p results/FILE && otter run -a "
-        "NAME/autograder/autograder.zip -o results/FILE FILE.ipynb`.",
-        "3. Keep otter's `results.json` files (in `graded/results/`) to yourself: their output "
-        "text quotes the hidden tests.",
-        "4. Grade the questions graded by hand with each set's rubric.md, or for completion (the "
-        "default grading): `--completion` enters, where a hand mark is still empty, the question's "
-        "full points when the student wrote an answer and 0 otherwise, for you to read over (an "
-        "answer of under 15 words and formula symbols, with one line of formula at most and no "
-        "code, gets no mark: it is "
-        "named, for you to mark; so does one that names fewer than two of the model answer's terms, "
-        'filler such as "I used autograd and it works"); for '
-        "set 3 add `--except-question q5`, the report, which its rubric marks item by item in "
-        "`graded/report-marks-ps3_regression.csv` (a row per reading, a second reader's in a row of "
-        "its own; q5 is the items' sum, or the readings' mean). A `--completion` run leaves the "
-        "marks it enters out of the feedback until you have read them over and run `--reuse` (marks "
-        "already in the gradebook stay in it: grading a late student with the others is safe). "
-        "With `--collate` or "
-        "`--completion` it names near-copies too: an answer that holds the set's model answer, or "
-        "half of it or more (the solutions are public), or two students' answers much alike, each left unmarked; "
-        "each is flagged in the collated file, for you to read (a flag is not a verdict).",
-        "5. The course grades, by the default scheme (sets 30 %, the report 40 %, the two ten-minute "
-        "checks 30 %): grade the three sets into the same folder (`graded/`, the default `--out`), "
-        "naming each student's notebook the same in every set (`alice.ipynb`), put the class list in "
-        "`graded/roster.csv` (a `student` column of the same IDs: every student on it gets a row, "
-        "and a notebook named otherwise is named), then run "
-        "`python final_grades.py graded/`. The first run writes `graded/checks.csv`, a row per "
-        "student, for the checks' marks (0 to 4 each, or `excused`: the other check then carries "
-        "the checks' weight); fill it in and run again: it writes "
-        "`graded/course-grades.csv` (each part's points and percentage, and the course grade) and "
-        "names every student whose grade still misses a mark. Part-way through the term, "
-        "`python final_grades.py graded/ --interim` writes `graded/interim-grades.csv`: the grade on "
-        "the parts marked so far, each at its weight, and the share of the grade they make up "
-        "(`counted_percent`). Under the lighter load (set 3 handed out as its report alone), add "
-        "`--set3-report-only`: the sets' part is then sets 1 and 2. The grades are percentages; "
-        "`--letters A=90,B=80,C=70,D=60,F=0` (your institution's bands, the last at 0) adds a "
-        "`letter` column. Before the report's marks stand, talk with each author for five minutes "
-        '(`oral-checks.md`, "Five minutes on the report"): an item they cannot explain gets 0 in '
-        "every reading's row of the report sheet, with `talk` in its `note` column (which no feedback shows).",
-        "",
-        "student-versions.zip holds the three student notebooks and the softlin wheel: a set opened in "
-        "the folder where the zip was unpacked installs softlin from that wheel, without GitHub (otter "
-        "and torch still come from PyPI); in Colab, upload the wheel beside the notebook, or the setup "
-        "cell installs softlin from the book's repository at the commit the set was built from.",
-        "",
-        "**Sets with other numbers.** The default sets' answers are public. A variant draws other "
-        "numbers for sets 1 and 2 and other inputs for every hidden test; set 3's questions stay as "
-        "they are (its report carries its grade), and so do most derivations: the site's grading page "
-        '(`book/grading.html`, "Using the sets for grades") says what a variant guards against. To draw your own: pick a private seed (eight digits) and run `python variants/problem_sets.py --variant SEED` '
-        "in this folder, with step 1's installs. It writes `variant-SEED/`, laid out like this folder "
-        "(student versions, autograders, rubrics, README, and a written check drawn from the same "
-        "seed), without the repository; hand out its student versions and grade with its "
-        "`grade_all.py`. About a minute (otter runs each set's tests on its solution).",
+        "A notebook that runs past `--timeout` seconds (default 900) is stopped, named and left out, "
+        "like one otter cannot read; the exit status is then 1. One submission by hand: "
+        "`mkdir -p results/FILE && otter run -a NAME/autograder/autograder.zip -o results/FILE "
+        "FILE.ipynb`.",
         "",
         'Two messages of otter are expected: "No log found with which to verify student scores" is '
         "harmless here (these sets do not ask otter to log the students' runs; the points are those of "
         'the tests it has just run), and its summary\'s "Public Tests" row reads NaN: the public '
         "checks carry no points (all of a question's points are on its hidden tests).",
         "",
-        f"In the book's repository: `.venv/bin/python tools/problem_sets.py {grade} NAME FILE.ipynb` "
-        "grades with the same tests and prints the points per question (`--csv grades.csv` writes a "
-        "gradebook).",
+        "## 3. Mark the written answers",
         "",
-        "Each set's rubric.md gives the points per question and the rubrics of the questions graded by hand.",
-        "oral-checks.md is the bank of the oral check (a question per derivation, each with a follow-up "
-        "that changes one input, and how to score them), for the instructor: keep it, like the rubrics, "
-        "from students.",
+        "- **For correctness**: each set's rubric.md gives the points and the rubric of each question "
+        "graded by hand; mark from the collated files, enter the marks in the gradebook, then "
+        "`python grade_all.py NAME submissions/ --reuse` rewrites the feedback with them (from the "
+        "kept results, without running otter again).",
+        "- **For completion** (the default grading): `--completion` enters, where a hand mark is "
+        "still empty, the question's full points when the student wrote an answer and 0 otherwise, "
+        "for you to read over. It leaves these answers unmarked and named, for you to mark:",
+        "  - an answer of under 15 words and formula symbols, with one line of formula at most and no "
+        "code;",
+        "  - one that names fewer than two of the model answer's terms, filler such as "
+        '"I used autograd and it works";',
+        "  - a near-copy (also named by `--collate`): an answer that holds the set's model answer, or "
+        "half of it or more (the solutions are public), or two students' answers much alike. Each is "
+        "flagged in the collated file, for you to read (a flag is not a verdict).",
+        "",
+        "  The marks it enters stay out of the feedback until you have read them over and run "
+        "`--reuse`; marks already in the gradebook stay in it, so grading a late student with the "
+        "others is safe.",
+        "- **Set 3's report** (question 5): add `--except-question q5`; its rubric marks it item by "
+        "item in `graded/report-marks-ps3_regression.csv` (a row per reading, a second reader's in a "
+        "row of its own; q5 is the items' sum, or the readings' mean). Before the report's marks "
+        "stand, talk with each author for five minutes "
+        '(`oral-checks.md`, "Five minutes on the report"): an item they cannot explain gets 0 in '
+        "every reading's row of the report sheet, with `talk` in its `note` column (which no "
+        "feedback shows).",
+        "",
+        "## 4. The course grades: `final_grades.py`",
+        "",
+        "The default scheme: sets 30 %, the report 40 %, the two ten-minute checks 30 %.",
+        "",
+        "- Grade the three sets into the same folder (`graded/`, the default `--out`), naming each "
+        "student's notebook the same in every set (`alice.ipynb`), and put the class list in "
+        "`graded/roster.csv` (a `student` column of the same IDs: every student on it gets a row, "
+        "and a notebook named otherwise is named).",
+        "- `python final_grades.py graded/`: the first run writes `graded/checks.csv`, a row per "
+        "student, for the checks' marks (0 to 4 each, or `excused`: the other check then carries "
+        "the checks' weight); fill it in and run again. It writes `graded/course-grades.csv` (each "
+        "part's points and percentage, and the course grade) and names every student whose grade "
+        "still misses a mark (exit status 1). While a set has no gradebook, it names the set and "
+        "exits with status 2.",
+        "- Part-way through the term, `python final_grades.py graded/ --interim` writes "
+        "`graded/interim-grades.csv`: the grade on the parts marked so far, each at its weight, and "
+        "the share of the grade they make up (`counted_percent`).",
+        "- Under the lighter load (set 3 handed out as its report alone), add `--set3-report-only`: "
+        "the sets' part is then sets 1 and 2. The grades are percentages; "
+        "`--letters A=90,B=80,C=70,D=60,F=0` (your institution's bands, the last at 0) adds a "
+        "`letter` column; `--weights 40,30,30` changes the scheme.",
+        "",
+        "## Sets with other numbers",
+        "",
+        "The default sets' answers are public. A variant draws other "
+        "numbers for sets 1 and 2 and other inputs for every hidden test; set 3's questions stay as "
+        "they are (its report carries its grade), and so do most derivations: the site's grading page "
+        '(`book/grading.html`, "Using the sets for grades") says what a variant guards against. To '
+        "draw your own: pick a private seed (eight digits) and run `python variants/problem_sets.py "
+        "--variant SEED` in this folder, with step 1's installs. It writes `variant-SEED/`, laid out "
+        "like this folder (student versions, autograders, rubrics, README, and a written check drawn "
+        "from the same seed), without the repository; hand out its student versions and grade with its "
+        "`grade_all.py`. About a minute (otter runs each set's tests on its solution).",
         *written_check_lines(out, variant),
-        "**The solution sheets, for students.** NAME/solutions/NAME-solutions.ipynb (and .html, to "
-        "read in a browser: its formulas are typeset by the copy of MathJax in mathjax/, or from "
-        "the network where the page travels without that folder) is the set with its answers: the code of "
-        "each computation, and the model answer and rubric of each question graded by hand (set 3's "
-        "report keeps only the six items its question lists). It holds no test, public or hidden, "
-        "and runs top to bottom in Colab, or beside the softlin wheel of its folder without GitHub. Hand it out with the feedback, once the set's check is "
-        "past (the checks' follow-ups build on the sets' derivations); a variant's sheet answers that "
-        "variant, so do not reuse the variant after it.",
+        "## What students get",
         "",
-        "The solution notebook, to grade (it gets every autograded point; its written answers are the model answers, which `--completion` flags as copies), is NAME/autograder/NAME.ipynb; keep it "
-        "from students: its metadata carries the hidden tests (and set 3's, the report's rubric and "
-        "its calibration); "
+        "- student-versions.zip holds the three student notebooks and the softlin wheel: a set opened "
+        "in the folder where the zip was unpacked installs softlin from that wheel, without GitHub "
+        "(otter and torch still come from PyPI); in Colab, upload the wheel beside the notebook, or "
+        "the setup cell installs softlin from the book's repository at the commit the set was built "
+        "from.",
+        "- **The solution sheets.** NAME/solutions/NAME-solutions.ipynb (and .html, to "
+        "read in a browser: its formulas are typeset by the copy of MathJax in mathjax/, or from "
+        "the network where the page travels without that folder) is the set with its answers: the "
+        "code of each computation, and the model answer and rubric of each question graded by hand "
+        "(set 3's report keeps only the six items its question lists). It holds no test, public or "
+        "hidden, and runs top to bottom in Colab, or beside the softlin wheel of its folder without "
+        "GitHub. Hand it out with the feedback, once the set's check is past (the checks' follow-ups "
+        "build on the sets' derivations); a variant's sheet answers that variant, so do not reuse "
+        "the variant after it.",
+        "",
+        "## Keep from students",
+        "",
+        "- otter's `results.json` files (in `graded/results/`): their output text quotes the hidden "
+        "tests;",
+        "- each set's rubric.md (the points per question and the rubrics of the questions graded by "
+        "hand) and oral-checks.md, the bank of the oral check (a question per derivation, each with "
+        "a follow-up that changes one input, and how to score them);",
+        "- the solution notebook, to grade (it gets every autograded point; its written answers are "
+        "the model answers, which `--completion` flags as copies), NAME/autograder/NAME.ipynb: its "
+        "metadata carries the hidden tests (and set 3's, the report's rubric and its calibration). "
         "masters/ holds the sources `otter assign` reads (tests and solutions in raw cells), not "
         "notebooks to grade.",
-        "Each autograder.zip is also otter's Gradescope autograder (a Programming Assignment's autograder "
-        "configuration); the book's page *Adapting and rebuilding the kit* says how to check it there first.",
+        "",
+        "## Elsewhere",
+        "",
+        "Each autograder.zip is also otter's Gradescope autograder (a Programming Assignment's "
+        "autograder configuration); the book's page *Adapting and rebuilding the kit* says how to "
+        "check it there first. "
+        f"In the book's repository, `.venv/bin/python tools/problem_sets.py {grade} NAME FILE.ipynb` "
+        "grades with the same tests and prints the points per question (`--csv grades.csv` writes a "
+        "gradebook).",
         "",
     ]
     (out / "README.md").write_text("\n".join(lines))
@@ -1269,7 +1292,9 @@ def written_check_lines(out: Path, variant: int | None) -> list[str]:
         )
     return [
         "",
-        "**The written check** (instead of the oral one, book/grading.md): 30 minutes in class, closed "
+        "## The written check",
+        "",
+        "Instead of the oral one (book/grading.md): 30 minutes in class, closed "
         "book, pen and paper; three questions of 4 points, one per set, each a follow-up of the oral "
         "bank with inputs changed, on at most two A4 pages.",
         "",

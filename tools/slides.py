@@ -832,6 +832,13 @@ function showScript() {{
 }}
 function startDeck() {{
   if (new URLSearchParams(location.search).has('script')) {{ return showScript(); }}
+  // The print view numbers its pages 1, 2, ...; the title slide is uncounted in the deck, so the printed
+  // numbers restart after it, as the deck's counter and the run sheets count (window.pdfNumbered: done).
+  Reveal.on('pdf-ready', () => {{
+    document.querySelectorAll('.pdf-page .slide-number-pdf').forEach(
+      (e, i) => {{ if (i === 0) e.remove(); else e.textContent = i; }});
+    window.pdfNumbered = true;
+  }});
   return fitSlides().then(() => Reveal.initialize({{
     width: 1280, height: 720, margin: 0.04, center: false, hash: true, slideNumber: "c/t",
     controlsLayout: "edges", controlsTutorial: false,
