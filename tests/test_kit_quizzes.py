@@ -14,10 +14,12 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
 import pytest
+import torch
 from build_book import lessons, page_name
 from softlin.book.quiz import Quiz, answer_key, quiz_questions, show_quiz
 
@@ -57,6 +59,51 @@ def test_the_quiz_is_html_with_no_script_and_one_group_of_choices_per_question()
     names = set(re.findall(r'type="radio" name="([^"]+)"', html))
     assert len(names) == n  # one radio group per question, named after the lesson
     assert "Quick quiz (03_concentration)" in repr(quiz)
+
+
+def _right(lesson: str, k: int) -> str:
+    """The text of the answer marked right in question k (from 0) of ``lesson``'s quiz."""
+    return next(a["answer"] for a in DATA[lesson][k]["answers"] if a["correct"])
+
+
+def _balanced_end(sigma: torch.Tensor, steps: int = 20_000, lr: float = 0.01) -> float:
+    """b at the end of gradient descent on R_inf(A, b) = 1/2 tr((b Sigma A - I) Sigma (b Sigma A - I)^T)
+    from the balanced start A = 0.3 I, b = ||A||_F: the quiz's b*, found by running the flow rather than
+    by its closed form."""
+    a = (0.3 * torch.eye(len(sigma), dtype=torch.float64)).requires_grad_()
+    b = torch.linalg.matrix_norm(a.detach()).clone().requires_grad_()
+    eye = torch.eye(len(sigma), dtype=torch.float64)
+    for _ in range(steps):
+        m = b * sigma @ a - eye
+        risk = 0.5 * torch.trace(m @ sigma @ m.T)
+        ga, gb = torch.autograd.grad(risk, (a, b))
+        with torch.no_grad():
+            a -= lr * ga
+            b -= lr * gb
+    return float(b.detach())
+
+
+def test_the_quizzes_numerical_answers_are_right():
+    """Each quiz answer that is a number, recomputed independently of the lessons' formulas where a
+    direct computation exists (a tilted mean from its two atoms, an effective sample size from sampled
+    weights, b* by running gradient descent on the risk), and marked right in quizzes.json; a
+    distractor that the explanation says is a tempting wrong value is checked to differ."""
+    # lesson 1: the tilted mean of {0, 1} at a = ln 3, by its definition, against the first order
+    w = torch.tensor([0.5, 0.5 * 3.0], dtype=torch.float64)  # 1/2 e^(a x) at x = 0, 1
+    tilted = float(w[1] / w.sum())
+    assert abs(tilted - 0.75) < 1e-12 and _right("01_measure_view", 1) == "0.75"
+    assert abs((0.5 + 0.25 * math.log(3)) - 0.77) < 0.005, "the first-order distractor is not 0.77"
+    # lesson 3: the effective sample size at Gamma = 2, a = 0.5, from 100 long prompts (L = 20 000);
+    # its standard error over prompts is below 0.002, so 0.01 is five of them
+    gen = torch.Generator().manual_seed(0)
+    z = math.sqrt(2.0) * torch.randn(100, 20_000, generator=gen, dtype=torch.float64)
+    p = torch.softmax(0.5 * z, dim=1)
+    ess = (1 / (p**2).sum(dim=1) / z.shape[1]).mean()
+    assert abs(float(ess) - 0.61) < 0.01 and _right("03_concentration", 2) == "0.61 L", float(ess)
+    # lesson 5: b* for Sigma = diag(1/3, 1/4), by running the flow (gradient descent) to its end
+    b_end = _balanced_end(torch.diag(torch.tensor([1 / 3, 1 / 4], dtype=torch.float64)))
+    assert abs(b_end - math.sqrt(5)) < 1e-3, f"the flow ends at b = {b_end}, the quiz says sqrt 5"
+    assert _right("05_icl_linear_regression", 2).startswith("√5 ≈ 2.24")
 
 
 def test_the_answer_key_gives_each_question_s_right_letter_in_lesson_order():
