@@ -175,6 +175,20 @@ def read_checks(path: Path) -> dict[str, dict]:
         return rows
 
 
+def add_check_rows(path: Path, students: list[str]) -> None:
+    """Append an empty row for each of ``students`` to the checks' marks ``path``, in its own
+    delimiter and columns: students graded, or put on the class list, after the file was written."""
+    sep = delimiter(path)
+    with path.open(newline="") as handle:
+        fields = next(csv.reader(handle, delimiter=sep))
+    text = path.read_text()
+    with path.open("a", newline="") as handle:
+        if text and not text.endswith("\n"):
+            handle.write("\r\n" if "\r\n" in text else "\n")
+        writer = csv.DictWriter(handle, fieldnames=fields, delimiter=sep)
+        writer.writerows({"student": s} for s in students)
+
+
 def read_roster(path: Path) -> list[str]:
     """The class list: a CSV with a ``student`` column (others, a name or an e-mail, are ignored),
     one row per student, each the name of their notebooks without ``.ipynb`` (their student ID);
@@ -530,6 +544,15 @@ def _grades(args, ap, folder: Path, out: Path) -> int:
         if not args.interim:
             return 1
     checks = read_checks(checks_path)
+    newcomers = [s for s in students if s not in checks]
+    if newcomers:  # put on the class list, or graded, after checks.csv was written
+        add_check_rows(checks_path, newcomers)
+        checks = read_checks(checks_path)
+        print(
+            f"final_grades: {checks_path} had no row for {newcomers}: added, empty, for their "
+            "marks",
+            file=sys.stderr,
+        )
     stray = sorted(set(checks) - set(students))
     if stray:  # sat a check but handed in nothing: still graded (their sets count 0)
         print(
@@ -561,6 +584,13 @@ def _grades(args, ap, folder: Path, out: Path) -> int:
         if missing:
             status = 1
             print(f"final_grades: {student}: no grade yet: {'; '.join(missing)}", file=sys.stderr)
+        elif all(row[c] == EXCUSED for c in CHECKS):  # allowed, but never silent
+            print(
+                f"final_grades: {student}: excused from every check, so graded on the other parts "
+                f"alone ({row['counted_percent']} % of the scheme, its counted_percent): give a "
+                "make-up check if your rules ask for one",
+                file=sys.stderr,
+            )
         elif args.interim and not row["course_percent"]:  # a late student, say: named, not silent
             print(
                 f"final_grades: {student}: nothing counted yet (no set with all its hand marks in, "

@@ -740,6 +740,37 @@ def key_terms(model: str) -> set[str]:
     return _stems(_prose(model), 5) | _stems(commands, 3)
 
 
+#: Phrases by which an answer says that its author is unsure of it: ``--completion`` leaves such an
+#: answer unmarked, for the grader to read (:func:`hedged`), however long it is.
+HEDGES = (
+    "not sure",
+    "unsure",
+    "no idea",
+    "don't know",
+    "dont know",
+    "do not know",
+    "not certain",
+    "i guess",
+    "todo",
+)
+
+
+def hedged(cells: list[dict]) -> str:
+    """The first of :data:`HEDGES` that an answer's ``cells`` hold (any case; in its prose or its
+    code's comments), or ``""``: an answer that says it is unsure is left for the grader, not
+    marked complete unread."""
+    text = (
+        " ".join(
+            "".join(c.get("source", []))
+            for c in cells
+            if "".join(c.get("source", [])).strip() != PLACEHOLDER
+        )
+        .lower()
+        .replace("\u2019", "'")
+    )
+    return next((h for h in HEDGES if re.search(rf"(?<![a-z]){re.escape(h)}(?![a-z])", text)), "")
+
+
 def off_topic(cells: list[dict], model: str) -> bool:
     """Whether an answered question's ``cells`` name fewer than :data:`ON_TOPIC_TERMS` of the model
     answer's :func:`key_terms` (all of them, where it has fewer): ``--completion`` leaves such an
@@ -759,7 +790,7 @@ def completion_marks(
     """Hand marks for completion (the default grading of book/grading.md, ``--completion``): each
     question graded by hand, but those in ``skip``, gets its full points when :func:`answered`, else 0;
     a :func:`thin` answer gets no mark, for the grader to read and mark (:func:`thin_answers` names
-    them), nor, where ``model`` (:func:`model_answers`) has the question's model answer, one that
+    them), nor one that says it is unsure (:func:`hedged`), nor, where ``model`` (:func:`model_answers`) has the question's model answer, one that
     names too few of its terms (:func:`off_topic`: filler). They are a first pass for the grader to
     read over, not a judgement of the work."""
     unknown = sorted(set(skip) - {q["name"] for q in questions if q["manual"]})
@@ -775,8 +806,10 @@ def completion_marks(
             cells = answers.get(q["name"], [])
             if not answered(cells):
                 marks[q["name"]] = "0"
-            elif not thin(cells) and not (
-                model and q["name"] in model and off_topic(cells, model[q["name"]])
+            elif (
+                not thin(cells)
+                and not hedged(cells)
+                and not (model and q["name"] in model and off_topic(cells, model[q["name"]]))
             ):
                 marks[q["name"]] = f"{float(q['points']):g}"
     return marks
@@ -831,6 +864,30 @@ def rubric_sections(rubric: Path) -> dict[str, str]:
         if re.fullmatch(r"q\d+[a-z]?", heading.split(maxsplit=1)[0] if heading else ""):
             found[heading.split(maxsplit=1)[0]] = body.strip()
     return found
+
+
+def full_credit(rubric: Path) -> dict[str, str]:
+    """Each question graded by hand's criterion for full credit, from its rubric in the set's
+    ``rubric.md``, on one line: the text after "Full credit:" up to the partial marks, or, for a
+    rubric written part by part, its whole paragraph. It is what a completion mark's feedback quotes,
+    for the student to check the answer against (the solution sheets print the same rubrics).
+    ``{}`` where the file is missing."""
+    found = {}
+    for q, body in rubric_sections(rubric).items():
+        m = re.search(r"\*\*Rubric[^*]*\*\*\s*(.+?)(?=\n\s*\n|\Z)", body, re.S)
+        if not m:
+            continue
+        text = " ".join(m[1].split())
+        full = re.match(r"Full credit:\s*(.+?)(?=\s+(?:Partial\b|No credit\b)|\Z)", text)
+        found[q] = full[1] if full else text
+    return found
+
+
+def completion_record(out: Path, name: str) -> Path:
+    """The file where ``--completion`` records the marks it entered, ``{file: {question: mark}}``:
+    the feedback says a hand mark is *for completion* while the gradebook still holds that mark (one
+    the grader changed is the grader's own)."""
+    return out / f"completion-{name}.json"
 
 
 def _words(text: str) -> list[str]:
@@ -1173,12 +1230,14 @@ def completion_status(
     copies: dict,
     args,
     thin_by_file: dict[str, list[str]] | None = None,
+    hedged_by_file: dict[str, dict[str, str]] | None = None,
 ) -> dict:
     """What ``--completion`` did with each hand-graded answer, for the collated files: the mark it
     entered, or why it left the answer for the grader (a mark already in the gradebook, the question
     left for its rubric, a thin answer (``thin_by_file``: :func:`thin_answers` per file), a near-copy
-    of the model answer, an answer that names too few of its terms)."""
-    thin_by_file = thin_by_file or {}
+    of the model answer, an answer that says it is unsure (``hedged_by_file``: per file, question
+    and phrase, :func:`hedged`), an answer that names too few of its terms)."""
+    thin_by_file, hedged_by_file = thin_by_file or {}, hedged_by_file or {}
     found: dict[str, dict[str, str]] = {}
     for file, row in book.items():
         for q in (q["name"] for q in questions if q["manual"]):
@@ -1195,6 +1254,9 @@ def completion_status(
                 said = f"left for you: it is alike {copies[file][q]}"
             elif q in thin_by_file.get(file, []):
                 said = f"left for you: a thin answer (under {THIN_WORDS} words, no code)"
+            elif q in hedged_by_file.get(file, {}):
+                said = f'left for you: it says it is unsure ("{hedged_by_file[file][q]}")'
+
             else:
                 said = (
                     f"left for you: it names fewer than {ON_TOPIC_TERMS} of the model answer's "
@@ -1230,6 +1292,7 @@ def write_feedback(
     comments: str = "",
     report: str = "",
     unanswered: set[str] | frozenset[str] = frozenset(),
+    completion: dict[str, str] | None = None,
 ) -> None:
     """The student's feedback file ``path`` (Markdown), from :func:`feedback`'s three parts: per
     question its points, how many public and hidden checks failed, and the failed public checks'
@@ -1239,7 +1302,11 @@ def write_feedback(
     ``comments``: the grader's comments from the gradebook, quoted at the top; ``report``: the
     report's items as :func:`report_marks` gives them, after the hand marks; ``unanswered``: the
     autograded questions left as the template (:func:`unanswered_autograded`), said to be not
-    answered instead of their failed checks and errors."""
+    answered instead of their failed checks and errors; ``completion``: the hand marks that are
+    ``--completion``'s (:func:`completion_record`), each with its rubric's criterion for full credit
+    (:func:`full_credit`): the feedback says they were not checked for correctness, and quotes the
+    criteria for the student to check the answer against the solution sheet."""
+    completion = completion or {}
     errors = errors or {}
     got = sum(p for p, _ in points.values())
     possible = sum(m for _, m in points.values())
@@ -1268,11 +1335,29 @@ def write_feedback(
     ]
     if by_hand:
         lines += [
-            "| question graded by hand | points |",
-            "|---|---|",
-            *(f"| {q} | {mark} of {possible:g} |" for q, (mark, possible) in by_hand.items()),
+            "| question graded by hand | points | marked |",
+            "|---|---|---|",
+            *(
+                f"| {q} | {mark} of {possible:g} | "
+                + (
+                    "for completion: an answer was written; not checked for correctness |"
+                    if q in completion
+                    else "by your grader |"
+                )
+                for q, (mark, possible) in by_hand.items()
+            ),
             "",
         ]
+        criteria = [(q, text) for q, text in completion.items() if q in by_hand and text]
+        if any(q in by_hand for q in completion):
+            lines += [
+                "A mark *for completion* says that you answered the question, not that your answer is "
+                "right. Check it against the solution sheet"
+                + (": for full credit, the rubric asks for" if criteria else "."),
+                "",
+                *(f"- **{q}**: {text}" for q, text in criteria),
+                *([""] if criteria else []),
+            ]
     if report:
         lines += [
             f"The report ({REPORT[1]}), item by item (the rubric's (a), (b), (c)'s three and (d), "
@@ -1473,6 +1558,27 @@ def main(argv: list[str] | None = None) -> int:
         if args.completion
         else {}
     )
+    hedged_by_file: dict[str, dict[str, str]] = {}
+    if args.completion:
+        for f in files:
+            answers = answers_by_hand(f)
+            unsure = {
+                q["name"]: phrase
+                for q in questions
+                if q["manual"]
+                and q["name"] not in args.except_question
+                and q["name"] not in thin_by_file[f.name]
+                and not book[f.name][q["name"]].strip()
+                and answered(cells := answers.get(q["name"], []))
+                and (phrase := hedged(cells))
+            }
+            if unsure:
+                hedged_by_file[f.name] = unsure
+                print(
+                    f"grade_all: {f.name}: answers that say they are unsure, left for you to mark: "
+                    + ", ".join(f'{q} ("{phrase}")' for q, phrase in unsure.items()),
+                    file=sys.stderr,
+                )
     if args.completion:
         for f in files:
             short = thin_by_file[f.name]
@@ -1491,6 +1597,7 @@ def main(argv: list[str] | None = None) -> int:
                 and q["name"] in model
                 and q["name"] not in args.except_question
                 and q["name"] not in short
+                and q["name"] not in hedged_by_file.get(f.name, {})
                 and not book[f.name][q["name"]].strip()
                 and answered(cells := answers.get(q["name"], []))
                 and off_topic(cells, model[q["name"]])
@@ -1511,6 +1618,15 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
     (args.out / "feedback" / args.name).mkdir(parents=True, exist_ok=True)
+    record_path = completion_record(args.out, args.name)
+    record = json.loads(record_path.read_text()) if record_path.exists() else {}
+    if args.completion:
+        for file, entered_now in (prefill or {}).items():
+            for q, mark in entered_now.items():
+                if book[file][q].strip() == mark and not before.get(file, {}).get(q):
+                    record.setdefault(file, {})[q] = mark
+        record_path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    criteria = full_credit(HERE / args.name / "rubric.md")
     out_of_range = {
         name: problems for name, row in book.items() if (problems := mark_problems(row, questions))
     }
@@ -1545,6 +1661,11 @@ def main(argv: list[str] | None = None) -> int:
             row[COMMENTS],
             report_items.get(f.name, ""),
             _unanswered(f),
+            {
+                q: criteria.get(q, "")
+                for q, (mark, _) in marks.items()
+                if record.get(f.name, {}).get(q) == mark
+            },
         )
         total = sum(p for p, _ in points.values())
         most = sum(m for _, m in points.values())
@@ -1570,7 +1691,7 @@ def main(argv: list[str] | None = None) -> int:
             copies,
             reruns,
             rubric_sections(HERE / args.name / "rubric.md"),
-            completion_status(book, questions, prefill, copies, args, thin_by_file)
+            completion_status(book, questions, prefill, copies, args, thin_by_file, hedged_by_file)
             if args.completion
             else None,
         )

@@ -235,8 +235,11 @@ def test_an_excused_check_hands_its_weight_to_the_other(tmp_path, questions, cap
     got = _grades(tmp_path / "course-grades.csv")
     assert got["alice"]["check1"] == "excused" and got["alice"]["counted_percent"] == "100.0"
     assert float(got["alice"]["course_percent"]) == pytest.approx(70 + 0.3 * 75, abs=0.051)
-    # bob: sets 15.5 of 31 and report 3 of 6, over 70 %
+    # bob: sets 15.5 of 31 and report 3 of 6, over 70 %, and named for it
     assert got["bob"]["counted_percent"] == "70.0", got["bob"]
+    said = capsys.readouterr().err
+    assert "bob: excused from every check, so graded on the other parts alone (70.0 %" in said, said
+    assert "alice: excused" not in said, said
     assert float(got["bob"]["course_percent"]) == pytest.approx(50, abs=0.051), got["bob"]
     _checks(tmp_path, [["alice", "absent", 3], ["bob", 2, 4], ["carol", 4, 0]])
     with pytest.raises(SystemExit) as stopped:
@@ -244,6 +247,24 @@ def test_an_excused_check_hands_its_weight_to_the_other(tmp_path, questions, cap
     said = str(stopped.value.code)
     assert "check1 is 'absent', expected a number (0 to 4) or 'excused'" in said, said
     capsys.readouterr()
+
+
+def test_students_added_after_checks_csv_was_written_get_a_row_in_it(tmp_path, questions, capsys):
+    """A student graded, or put on the class list, after checks.csv was written gets an empty row
+    appended to it (in its own delimiter, semicolons here), is named, and waits for the marks; the
+    rows already there, and their marks, are kept."""
+    _class_of_three(tmp_path, questions)
+    (tmp_path / "checks.csv").write_text("student;check1;check2\nalice;4;4\nbob;2;4")  # no newline
+    (tmp_path / "roster.csv").write_text("student\nalice\nbob\ncarol\ndan\n")
+    status = final_grades.main([str(tmp_path)])
+    said = capsys.readouterr().err
+    assert status == 1, said
+    assert "had no row for ['carol', 'dan']: added, empty" in said, said
+    lines = (tmp_path / "checks.csv").read_text().splitlines()
+    assert lines == ["student;check1;check2", "alice;4;4", "bob;2;4", "carol;;", "dan;;"], lines
+    assert "carol: no grade yet: checks.csv: check1" in said, said
+    got = _grades(tmp_path / "course-grades.csv")
+    assert got["alice"]["course_percent"] == "100.0" and got["carol"]["course_percent"] == ""
 
 
 def test_a_run_stopped_by_a_bad_mark_leaves_no_stale_grades(tmp_path, questions, capsys):
@@ -506,6 +527,71 @@ def test_completion_marks_give_full_points_to_a_written_answer_only(tmp_path, qu
     row = grade_all.merge_gradebook(book, qs, [("zoe.ipynb", auto)], {"zoe.ipynb": marks})[0]
     assert row["q3a"] == "1" and row["q2a"] == marks["q2a"] and row["q3b"] == "0", row
     assert row["q5"] == "" and row["total_awarded"] == "", "the report is left for its rubric"
+
+
+def test_completion_leaves_unsure_answers_and_labels_its_marks_in_the_feedback(tmp_path, questions):
+    """--completion leaves unmarked an answer that says it is unsure ("not sure", "I don't know"),
+    however long; the feedback labels a completion mark as not checked for correctness and quotes the
+    rubric's criterion for full credit; a mark the grader entered is labelled as the grader's."""
+    grade_all = problem_sets.grade_all_module()
+    qs = questions["ps3_regression"]
+    long_unsure = (
+        "The best scale balances the tilt against the read-out, and I think the ratio depends on "
+        "the dimension only, but I am not sure why the trace factors out of the bracket here."
+    )
+    sure = long_unsure.replace("but I am not sure why", "because")
+    nb = _notebook(tmp_path / "una.ipynb", {"q3a": [("markdown", long_unsure)]})
+    assert grade_all.hedged([{"cell_type": "markdown", "source": long_unsure}]) == "not sure"
+    assert "q3a" not in grade_all.completion_marks(nb, qs, skip=("q5",))
+    nb = _notebook(tmp_path / "una.ipynb", {"q3a": [("markdown", sure)]})
+    assert grade_all.hedged([{"cell_type": "markdown", "source": sure}]) == ""
+    assert grade_all.completion_marks(nb, qs, skip=("q5",))["q3a"] != ""
+    for text in ("I don\u2019t know how to finish.", "TODO: the second part", "No idea, sorry"):
+        assert grade_all.hedged([{"cell_type": "markdown", "source": text}]), text
+    # "pseudo" and "notice" hold no hedge: words are matched whole
+    assert not grade_all.hedged(
+        [{"cell_type": "markdown", "source": "A pseudo-inverse; notice it."}]
+    )
+    # the rubric's criterion for full credit, as the feedback quotes it
+    rubric = tmp_path / "rubric.md"
+    rubric.write_text(
+        "# Set\n\n## q3a (1 point, by hand)\n\n**Model answer.** It is $1/2$.\n\n"
+        "**Rubric (1 point).** Full credit: the value and\nits reason. Partial (0.5): the value.\n\n"
+        "## q3b (1 point, by hand)\n\n**Rubric (1 point).** 0.5: the bound. 0.5: its proof.\n"
+    )
+    criteria = grade_all.full_credit(rubric)
+    assert criteria == {
+        "q3a": "the value and its reason.",
+        "q3b": "0.5: the bound. 0.5: its proof.",
+    }
+    path = tmp_path / "una.md"
+    grade_all.write_feedback(
+        path,
+        "ps3_regression",
+        "una.ipynb",
+        {"q1": (1.0, 1.0)},
+        {},
+        {},
+        by_hand={"q3a": ("1", 1.0), "q3b": ("0.5", 1.0)},
+        completion={"q3a": criteria["q3a"]},
+    )
+    text = path.read_text()
+    assert (
+        "| q3a | 1 of 1 | for completion: an answer was written; not checked for correctness |"
+        in text
+    )
+    assert "| q3b | 0.5 of 1 | by your grader |" in text, text
+    assert "- **q3a**: the value and its reason." in text and "**q3b**:" not in text, text
+    grade_all.write_feedback(
+        path,
+        "ps3_regression",
+        "una.ipynb",
+        {"q1": (1.0, 1.0)},
+        {},
+        {},
+        by_hand={"q3b": ("0.5", 1.0)},
+    )
+    assert "for completion" not in path.read_text(), "a grader's mark labelled as completion's"
 
 
 def test_two_rows_for_one_student_in_checks_csv_stop_the_run(tmp_path, questions, capsys):

@@ -898,6 +898,14 @@ def test_grade_all_writes_a_gradebook_and_feedback_without_the_tests(built, tmp_
     assert "run again with --reuse" in done.stderr, done.stderr[-2000:]
     run_grade_all(built, name, subs, tmp_path, "--reuse")
     assert f"Total: {total:g} of {total:g}" in own_feedback.read_text(), own_feedback.read_text()
+    # once returned, the feedback says which marks are for completion, and quotes the rubric's
+    # criterion for full credit for the student to check the answer against the solution sheet
+    returned = own_feedback.read_text()
+    assert "for completion: an answer was written; not checked for correctness" in returned, (
+        returned
+    )
+    assert "for full credit, the rubric asks for" in returned and f"- **{first}**: " in returned
+    assert json.loads((out / f"completion-{name}.json").read_text())["own.ipynb"], "no record"
     # --except-question leaves a question for its rubric, and its near-copies are still named; the
     # collated files say, above each answer, what the completion pass did with it
     done = run_grade_all(

@@ -693,6 +693,11 @@ def test_handouts_print_one_pdf_per_lesson_and_lab(site, tmp_path):
     separators = re.findall(r"^\|(?:\s*:?-+:?\s*\|)+\s*$", editable, re.M)  # one per table
     assert document.count("<table>") == len(separators) == 3, "syllabus.html lost a table"
     assert "<h2>Assessment</h2>" in document and "{doc}" not in document
+    quiz_pages = len(re.findall(rb"/Type\s*/Page[^s]", (out / "quizzes.pdf").read_bytes()))
+    assert quiz_pages == len(lessons(ROOT)), (
+        f"quizzes.pdf: {quiz_pages} pages for {len(lessons(ROOT))} quizzes (one a page, the "
+        "sheet's title on the first)"
+    )
     for md in lessons(ROOT):  # each lesson's deck printed one slide a page
         deck = (site["html"] / "slides" / f"{page_name(md)}.html").read_text()
         pdf = (out / "slides" / f"{page_name(md)}.pdf").read_bytes()

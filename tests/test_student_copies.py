@@ -261,9 +261,16 @@ def test_copies_link_to_the_published_student_edition_by_default():
     nb, _ = student_copy(ROOT / "book" / "07_beyond_the_paper.ipynb")
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     pages = re.findall(rf"\]\({re.escape(public)}([^)#]+)", text)
-    lesson_links = [p for p in pages if "_" in p and not p.startswith("book/references")]
-    assert lesson_links and all(p.startswith(cn.STUDENT_EDITION) for p in lesson_links), pages
-    assert "instructor" not in text and "course's problem set 2 proves" in text
+    lesson_links = [p for p in pages if "_" in p]
+    assert lesson_links and all(p.startswith(cn.STUDENT_EDITION) for p in pages), pages
+    assert "instructor" not in text and "problem set 2 of its course proves" in text
+    # a reference without a DOI, an arXiv page or a URL links to the student edition's references
+    nb, _ = student_copy(ROOT / "book" / "02_infinite_prompt_limit.ipynb")
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    cited = re.findall(r"\]\((\S+book/references\.html)\)", text)
+    assert cited and all(u == f"{public}{cn.STUDENT_EDITION}book/references.html" for u in cited), (
+        cited
+    )
     workflow = (ROOT / ".github" / "workflows" / "book.yml").read_text()
     assert (
         "_build/stage/_build/html/" + cn.STUDENT_EDITION.rstrip("/") in workflow

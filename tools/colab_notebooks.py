@@ -117,6 +117,11 @@ ADMONITIONS = {
 STUDENT_EDITION = "student/"
 
 
+#: Stands for the site a copy links to in a reference's link to the book's references page, filled
+#: in per copy (the book's site, or the student edition for a student copy).
+SITE_MARK = "\x00site/"
+
+
 def site_url(config: dict) -> str:
     """The book's site: ``html.baseurl`` if set, else GitHub Pages of ``repository.url``."""
     base = (config.get("html") or {}).get("baseurl")
@@ -376,7 +381,7 @@ class Converter:
                 count(name[4:], label, block["arg"], numbered)
             self._index_directives(block["body"], count)
 
-    def _references(self) -> dict[str, str]:
+    def _references(self) -> dict[str, str]:  # a link to the references page holds SITE_MARK
         """{bibtex key: "Authors (year)" as Markdown, linked to its DOI, arXiv page or URL}."""
         from pybtex.database import parse_file
 
@@ -402,7 +407,7 @@ class Converter:
                     if "doi" in f
                     else f"https://arxiv.org/abs/{arxiv.group(1)}"
                     if arxiv
-                    else f.get("url") or f"{self.site}book/references.html"
+                    else f.get("url") or f"{SITE_MARK}book/references.html"
                 )
                 out[key] = f"[{who} ({f.get('year', 'n.d.')})]({link})"
         return out
@@ -442,7 +447,9 @@ class Converter:
             missing = [k for k in keys if k not in self.references]
             if missing:
                 raise KeyError(f"{page}: no reference {missing} in the bibliography")
-            return "; ".join(self.references[k] for k in keys)
+            # the book's references page of the site this copy links to (a student copy's: the
+            # student edition's)
+            return "; ".join(self.references[k] for k in keys).replace(SITE_MARK, self.site)
         if role == "doc":
             folder = page.rsplit("/", 1)[0] if "/" in page else ""
             doc = (

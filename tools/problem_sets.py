@@ -1041,6 +1041,12 @@ def bundle_wheel(autograder: Path, wheel: Path) -> None:
         for info, data in members:
             z.writestr(info, data)
         z.write(wheel, wheel.name)
+    loose = autograder.parent / "requirements.txt"  # otter assign's list, beside the zip
+    if loose.exists() and not loose.read_text().startswith("#"):
+        loose.write_text(
+            f"# otter assign's list. autograder.zip does not use this file: its environment.yml "
+            f"installs softlin from the wheel the zip carries ({wheel.name}).\n" + loose.read_text()
+        )
 
 
 def points(name: str, variant: int | None = None) -> tuple[float, float]:
@@ -1177,13 +1183,17 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "code;",
         "  - one that names fewer than two of the model answer's terms, filler such as "
         '"I used autograd and it works";',
+        '  - one that says it is unsure ("not sure", "I don\'t know", "TODO"), however long;',
         "  - a near-copy (also named by `--collate`): an answer that holds the set's model answer, or "
         "half of it or more (the solutions are public), or two students' answers much alike. Each is "
         "flagged in the collated file, for you to read (a flag is not a verdict).",
         "",
         "  The marks it enters stay out of the feedback until you have read them over and run "
         "`--reuse`; marks already in the gradebook stay in it, so grading a late student with the "
-        "others is safe.",
+        "others is safe. The feedback then labels each of them *for completion: not checked for "
+        "correctness* and quotes the question's criterion for full credit from its rubric, for the "
+        "student to check the answer against the solution sheet (a mark you change is labelled as "
+        "yours; `graded/completion-NAME.json` records which marks are the completion pass's).",
         "- **Set 3's report** (question 5): add `--except-question q5`; its rubric marks it item by "
         "item in `graded/report-marks-ps3_regression.csv` (a row per reading, a second reader's in a "
         "row of its own; q5 is the items' sum, or the readings' mean). Before the report's marks "
@@ -1294,7 +1304,7 @@ def written_check_lines(out: Path, variant: int | None) -> list[str]:
         "",
         "## The written check",
         "",
-        "Instead of the oral one (book/grading.md): 30 minutes in class, closed "
+        "Instead of the oral one (the site's grading page, `book/grading.html`): 30 minutes in class, closed "
         "book, pen and paper; three questions of 4 points, one per set, each a follow-up of the oral "
         "bank with inputs changed, on at most two A4 pages.",
         "",

@@ -959,9 +959,11 @@ def title_slide(lesson: Lesson, r: Renderer, outline: Path, lab: bool) -> str:
         '<aside class="notes">The students have read this lesson before the session. A figure '
         "slide opens on its title: ask what the figure will show, then the next key press brings it "
         "with its check. An exercise slide's notes give the answer and the minutes to allow. Each "
-        "figure and printed number is the lesson's own. To reorder or cut slides, edit "
-        f"<code>book/slides/{outline.name}</code> in the book's repository and rebuild "
-        "(<code>make book</code>); the kit's decks are built, not edited.</aside>\n"
+        "figure and printed number is the lesson's own. To change a word, cut a slide or add a "
+        "note without the repository, edit this HTML file (a section per slide; the book's page "
+        "<i>Adapting and rebuilding the kit</i> says how); with the repository, edit "
+        f"<code>book/slides/{outline.name}</code> and rebuild (<code>make book</code>), which "
+        "redraws the deck from the lesson.</aside>\n"
         "</section>"
     )
 
