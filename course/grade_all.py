@@ -74,6 +74,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import html
 import json
 import re
 import shutil
@@ -1166,7 +1167,8 @@ def write_collated(
     rubric: dict[str, str] | None = None,
     status: dict[str, dict[str, str]] | None = None,
 ) -> list[Path]:
-    """``out/by-question/NAME-qN.md`` for each question graded by hand: every submission's answer to
+    """``out/by-question/NAME-qN.md`` (and ``.html``, :func:`collated_html`) for each question graded
+    by hand: every submission's answer to
     it, one after the other, to mark a question across the class at once, with the figures its cells
     drew (``NAME-qN-figures/FILE-K.png``, shown in place) and the errors they raised, and what an
     answer is alike where :func:`near_copies` (``copies``) found it; the files written. With
@@ -1219,8 +1221,53 @@ def write_collated(
             lines += ["*(no answer)*" if blank else "\n\n".join(cells), ""]
         path = folder / f"{name}-{q['name']}.md"
         path.write_text("\n".join(lines))
+        page = collated_html("\n".join(lines), f"{name}, {q['name']}")
+        if page:
+            path.with_suffix(".html").write_text(page)
         written.append(path)
     return written
+
+
+#: Where a collated page takes MathJax when the kit's own copy (``mathjax/`` beside this script) is
+#: missing: the solution sheets' fallback.
+MATHJAX_CDN = "https://cdn.jsdelivr.net/npm/mathjax@3.2.2/es5/tex-chtml.js"
+
+
+def collated_html(markdown: str, title: str) -> str | None:
+    """A collated file (:func:`write_collated`) as an HTML page to read in a browser, its formulas
+    typeset by MathJax: the kit's copy beside this script (``mathjax/``), else :data:`MATHJAX_CDN`.
+    Markdown by nbconvert's converter (otter installs nbconvert), which leaves ``$...$`` to MathJax;
+    ``None`` where nbconvert is missing (the ``.md`` file is written all the same)."""
+    try:
+        from nbconvert.filters.markdown_mistune import markdown2html_mistune
+    except ImportError:
+        return None
+    local = HERE / "mathjax" / "startup.js"
+    src = local.resolve().as_uri() if local.exists() else MATHJAX_CDN
+    config = {
+        "loader": {"load": ["input/tex", "output/chtml"]},
+        "tex": {
+            "inlineMath": [["$", "$"], ["\\(", "\\)"]],
+            "displayMath": [["$$", "$$"], ["\\[", "\\]"]],
+            "processEscapes": True,
+        },
+    }
+    fallback = (
+        f"var s = document.createElement('script'); s.src = '{MATHJAX_CDN}'; "
+        "document.head.appendChild(s);"
+    )
+    style = (
+        "body { font: 15px/1.5 sans-serif; max-width: 52em; margin: 2em auto; padding: 0 1em; } "
+        "pre { background: #f4f4f4; padding: 0.5em; overflow-x: auto; } "
+        "h2 { border-top: 1px solid #ccc; padding-top: 0.6em; } img { max-width: 100%; }"
+    )
+    return (
+        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>\n'
+        f"<style>{style}</style>\n"
+        f"<script>window.MathJax = {json.dumps(config)};</script>\n"
+        f'<script defer src="{src}" onerror="{fallback}"></script>\n'
+        f"</head><body>\n{markdown2html_mistune(markdown)}\n</body></html>\n"
+    )
 
 
 def completion_status(

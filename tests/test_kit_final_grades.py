@@ -796,6 +796,19 @@ def test_collated_code_shows_its_rerun_and_flags_saved_outputs_it_does_not_repro
     assert "**Rerun: code cell 1 raises NameError" in text, text
     assert "NameError" in text and "(on rerun)" in text, text
     assert "```text\n2\n```" in text and "```text\n4\n```" in text, text
+    # beside it, the same as a page for a browser: the Markdown converted, formulas left to MathJax
+    page = written.with_suffix(".html").read_text()
+    assert "<h2 " in page and "NameError" in page and "MathJax" in page, page[:500]
+    assert "<script" not in text, "the Markdown file carries a script"
+
+
+def test_a_collated_page_leaves_formulas_to_mathjax():
+    """collated_html: Markdown to HTML with the formulas untouched (an underscore or a star inside
+    $...$ is not read as emphasis), MathJax from the kit's copy or the CDN, the title escaped."""
+    grade_all = problem_sets.grade_all_module()
+    page = grade_all.collated_html("## a.ipynb\n\n$a_1 * b_2$ and **bold**", "set <1>")
+    assert "$a_1 * b_2$" in page and "<strong>bold</strong>" in page, page
+    assert "<title>set &lt;1&gt;</title>" in page and grade_all.MATHJAX_CDN in page, page
 
 
 def test_the_report_is_marked_item_by_item_in_its_sheet(tmp_path, questions):

@@ -1153,7 +1153,8 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "only how many hidden checks failed, with no hidden test's message, input or expected value; "
         "the errors the student's code raised in its checks (a `NameError` when a cell stopped "
         "before defining a function); and the hand marks and comments already in the gradebook.",
-        "- with `--collate`, `graded/by-question/NAME-qN.md` per question graded by hand: its model "
+        "- with `--collate`, `graded/by-question/NAME-qN.md` per question graded by hand (and "
+        "`NAME-qN.html`, the same page for a browser, its formulas typeset): its model "
         "answer and rubric (folded), then every student's answer to it (with the figures it drew, "
         "and any error it raised), to mark it across the class. It runs each notebook again first "
         "and shows what its code prints now: a cell that raises on rerun, or whose saved output it "
