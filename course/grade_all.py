@@ -76,6 +76,7 @@ import argparse
 import csv
 import html
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -117,9 +118,16 @@ def run_otter(autograder: Path, submission: Path, results: Path, timeout: float 
     found = results / "results.json"
     if not found.exists():
         last = [line for line in done.stderr.strip().splitlines() if line.strip()][-1:]
+        hint = ""
+        if last and "for assignment 'None'" in last[0]:  # no otter metadata: not a set's notebook
+            hint = (
+                "; this notebook carries no set's name: a solution sheet, or a notebook not "
+                "started from the student version, which the grader cannot match to a set"
+            )
         raise NotGraded(
             f"otter run left no results.json (exit {done.returncode}"
             + (f"; it said: {last[0].strip()[:300]}" if last else "")
+            + hint
             + ")"
         )
     return json.loads(found.read_text())
@@ -1184,10 +1192,14 @@ def write_collated(
     answers = {f.name: answers_by_hand(f) for f in files}
     written = []
     for q in (q for q in questions if q["manual"]):
-        lines = [f"# {name}, {q['name']} ({_points(float(q['points']))}, graded by hand)", ""]
-        lines += [f"Rubric: {name}/rubric.md. {len(files)} submissions.", ""]
+        path = folder / f"{name}-{q['name']}.md"
+        # a run on some of the class (a late submission) keeps the others' answers from before
+        sections = _answer_sections(path.read_text()) if path.exists() else {}
+        for file in answers:
+            sections.pop(file, None)
+        head = []
         if q["name"] in rubric:
-            lines += [
+            head += [
                 f"<details><summary>The model answer and rubric of {q['name']}</summary>",
                 "",
                 rubric[q["name"]],
@@ -1212,20 +1224,39 @@ def write_collated(
                 t for t in (_cell_text(c, save, ran) for c, ran in shown) if t and t != PLACEHOLDER
             ]
             blank = not cells
-            lines += [f"## {file}", ""]
+            lines = [f"{ANSWER_MARK.format(file=file)}", f"## {file}", ""]
             if q["name"] in status.get(file, {}):
                 lines += [f"*Completion: {status[file][q['name']]}.*", ""]
             if q["name"] in copies.get(file, {}):
                 lines += [f"**Near-copy: alike {copies[file][q['name']]}.**", ""]
             lines += [f"**Rerun: {note}.**" for note in notes] + ([""] if notes else [])
             lines += ["*(no answer)*" if blank else "\n\n".join(cells), ""]
-        path = folder / f"{name}-{q['name']}.md"
+            sections[file] = "\n".join(lines)
+        lines = [f"# {name}, {q['name']} ({_points(float(q['points']))}, graded by hand)", ""]
+        lines += [f"Rubric: {name}/rubric.md. {len(sections)} submissions.", "", *head]
+        lines += [sections[file] for file in sorted(sections)]
         path.write_text("\n".join(lines))
-        page = collated_html("\n".join(lines), f"{name}, {q['name']}")
+        page = collated_html("\n".join(lines), f"{name}, {q['name']}", folder)
         if page:
             path.with_suffix(".html").write_text(page)
         written.append(path)
     return written
+
+
+#: Opens each submission's part of a collated file (:func:`write_collated`), so that a later run on
+#: some of the class replaces those parts and keeps the others (:func:`_answer_sections`).
+ANSWER_MARK = "<!-- answer: {file} -->"
+
+
+def _answer_sections(text: str) -> dict[str, str]:
+    """The submissions' parts of a collated file's ``text``, by file name: each from its
+    :data:`ANSWER_MARK` to the next (a student's own headings inside an answer do not split it)."""
+    parts = re.split(r"^(?=<!-- answer: .+? -->$)", text, flags=re.M)
+    found = {}
+    for part in parts[1:]:
+        file = re.match(r"<!-- answer: (.+?) -->", part)[1]
+        found[file] = part.rstrip("\n") + "\n"
+    return found
 
 
 #: Where a collated page takes MathJax when the kit's own copy (``mathjax/`` beside this script) is
@@ -1233,9 +1264,10 @@ def write_collated(
 MATHJAX_CDN = "https://cdn.jsdelivr.net/npm/mathjax@3.2.2/es5/tex-chtml.js"
 
 
-def collated_html(markdown: str, title: str) -> str | None:
+def collated_html(markdown: str, title: str, where: Path | None = None) -> str | None:
     """A collated file (:func:`write_collated`) as an HTML page to read in a browser, its formulas
-    typeset by MathJax: the kit's copy beside this script (``mathjax/``), else :data:`MATHJAX_CDN`.
+    typeset by MathJax: the kit's copy beside this script (``mathjax/``; by a path relative to
+    ``where``, the page's folder, so that the kit moves whole), else :data:`MATHJAX_CDN`.
     Markdown by nbconvert's converter (otter installs nbconvert), which leaves ``$...$`` to MathJax;
     ``None`` where nbconvert is missing (the ``.md`` file is written all the same)."""
     try:
@@ -1244,6 +1276,11 @@ def collated_html(markdown: str, title: str) -> str | None:
         return None
     local = HERE / "mathjax" / "startup.js"
     src = local.resolve().as_uri() if local.exists() else MATHJAX_CDN
+    if local.exists() and where is not None:
+        try:
+            src = Path(os.path.relpath(local.resolve(), Path(where).resolve())).as_posix()
+        except ValueError:  # another drive (Windows): the absolute address
+            pass
     config = {
         "loader": {"load": ["input/tex", "output/chtml"]},
         "tex": {
@@ -1326,6 +1363,14 @@ def _unanswered(notebook: Path) -> set[str]:
         return set()
 
 
+def _zero(mark: str) -> bool:
+    """Whether a hand mark, as the gradebook holds it (a decimal comma allowed), is 0."""
+    try:
+        return float(mark.replace(",", ".")) == 0
+    except ValueError:
+        return False
+
+
 def write_feedback(
     path: Path,
     name: str,
@@ -1381,22 +1426,28 @@ def write_feedback(
         "",
     ]
     if by_hand:
+        # a completion mark of 0 is an answer left blank: said so, with no criterion to check
+        blank = {q for q in completion if q in by_hand and _zero(by_hand[q][0])}
+
+        def how(q: str) -> str:
+            if q in blank:
+                return "for completion: not answered"
+            if q in completion:
+                return "for completion: an answer was written; not checked for correctness"
+            return "by your grader"
+
         lines += [
             "| question graded by hand | points | marked |",
             "|---|---|---|",
             *(
-                f"| {q} | {mark} of {possible:g} | "
-                + (
-                    "for completion: an answer was written; not checked for correctness |"
-                    if q in completion
-                    else "by your grader |"
-                )
+                f"| {q} | {mark} of {possible:g} | {how(q)} |"
                 for q, (mark, possible) in by_hand.items()
             ),
             "",
         ]
-        criteria = [(q, text) for q, text in completion.items() if q in by_hand and text]
-        if any(q in by_hand for q in completion):
+        answered_ = [q for q in completion if q in by_hand and q not in blank]
+        criteria = [(q, completion[q]) for q in answered_ if completion[q]]
+        if answered_:
             lines += [
                 "A mark *for completion* says that you answered the question, not that your answer is "
                 "right. Check it against the solution sheet"

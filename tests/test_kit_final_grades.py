@@ -582,6 +582,20 @@ def test_completion_leaves_unsure_answers_and_labels_its_marks_in_the_feedback(t
     )
     assert "| q3b | 0.5 of 1 | by your grader |" in text, text
     assert "- **q3a**: the value and its reason." in text and "**q3b**:" not in text, text
+    # a completion mark of 0 is an answer left blank: said so, with no criterion listed for it
+    grade_all.write_feedback(
+        path,
+        "ps3_regression",
+        "una.ipynb",
+        {"q1": (1.0, 1.0)},
+        {},
+        {},
+        by_hand={"q3a": ("0", 1.0)},
+        completion={"q3a": criteria["q3a"]},
+    )
+    text = path.read_text()
+    assert "| q3a | 0 of 1 | for completion: not answered |" in text, text
+    assert "an answer was written" not in text and "- **q3a**" not in text, text
     grade_all.write_feedback(
         path,
         "ps3_regression",
@@ -800,6 +814,33 @@ def test_collated_code_shows_its_rerun_and_flags_saved_outputs_it_does_not_repro
     page = written.with_suffix(".html").read_text()
     assert "<h2 " in page and "NameError" in page and "MathJax" in page, page[:500]
     assert "<script" not in text, "the Markdown file carries a script"
+
+
+def test_a_later_collation_of_some_of_the_class_keeps_the_others(tmp_path, questions):
+    """--collate on a late submission alone replaces that student's part of each collated file and
+    keeps everyone else's (a student's own heading inside an answer does not split it)."""
+    grade_all = problem_sets.grade_all_module()
+    qs, name = questions["ps3_regression"], "ps3_regression"
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    first = [
+        _notebook(subs / "ann.ipynb", {"q3a": [("markdown", "## My answer\n\nAnn's first.")]}),
+        _notebook(subs / "bob.ipynb", {"q3a": [("markdown", "Bob's answer.")]}),
+    ]
+    out = tmp_path / "graded"
+    grade_all.write_collated(out, name, qs, first)
+    late = [_notebook(subs / "cy.ipynb", {"q3a": [("markdown", "Cy's late answer.")]})]
+    (page,) = [p for p in grade_all.write_collated(out, name, qs, late) if p.stem.endswith("-q3a")]
+    text = page.read_text()
+    assert all(x in text for x in ("Ann's first.", "Bob's answer.", "Cy's late answer.")), text
+    assert "3 submissions" in text and text.index("## ann") < text.index("## bob") < text.index(
+        "## cy"
+    )
+    assert "Cy's late answer." in page.with_suffix(".html").read_text()
+    again = [_notebook(subs / "ann.ipynb", {"q3a": [("markdown", "Ann's second.")]})]
+    grade_all.write_collated(out, name, qs, again)
+    text = page.read_text()
+    assert "Ann's second." in text and "Ann's first." not in text and "Bob's answer." in text, text
 
 
 def test_a_collated_page_leaves_formulas_to_mathjax():

@@ -102,6 +102,11 @@ def test_a_deck_loses_its_presenter_notes_and_keeps_its_slides():
         "C(u) = 2.12.</p></aside>\n</section>"
     )
     assert student_site.without_notes(deck) == "<section><h2>Exercises</h2><p>Ask.</p>\n</section>"
+    # the decks' index, as tools/slides.py writes it, loses its sentence on the speaker view
+    import slides
+
+    page = student_site.without_notes(slides.INDEX)
+    assert "speaker view" in slides.INDEX and "speaker view" not in page, page
 
 
 def test_the_table_of_contents_loses_only_the_instructors_pages():

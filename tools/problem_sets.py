@@ -1099,7 +1099,7 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "| when | command |",
         "|---|---|",
         f"| once | `pip install torch=={TORCH} --index-url https://download.pytorch.org/whl/cpu`, then "
-        "`pip install otter-grader==7.0.0 ipykernel scipy ./softlin-*.whl` (that index out of reach: "
+        "`pip install otter-grader==7.0.0 ipykernel torch scipy ./softlin-*.whl` (that index out of reach: "
         "step 1 below says how to bring torch's wheel) |",
         "| before term: rehearse the grading | `python rehearse.py`: a mock class of three (ada, ben, "
         "cleo) graded through the whole term, each command below run in turn and printed, in two "

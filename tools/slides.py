@@ -1030,9 +1030,9 @@ li {{ margin: 0.4rem 0; }} a {{ color: #1a5fb4; }} kbd {{ border: 1px solid #bbb
 <body>
 <h1>Slides: one deck per lesson</h1>
 <p>Each deck is built from its executed lesson: its figures and numbers are the lesson's own. The decks
-open offline from this folder. In a deck, <kbd>S</kbd> opens the speaker view (the presenter notes and
-the minutes of each slide), <kbd>F</kbd> goes full screen, <kbd>Esc</kbd> shows every slide; the print
-view prints one slide a page (print to PDF from the browser).</p>
+open offline from this folder. In a deck, <kbd>F</kbd> goes full screen and <kbd>Esc</kbd> shows every
+slide; the print view prints one slide a page (print to PDF from the browser).<span class="speaker-note">
+<kbd>S</kbd> opens the speaker view: the presenter notes and the minutes of each slide.</span></p>
 <ul>
 {items}
 </ul>

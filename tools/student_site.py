@@ -128,8 +128,10 @@ def unlink(html: str) -> str:
 
 
 def without_notes(html: str) -> str:
-    """A deck's ``html`` without its presenter notes (reveal.js's ``<aside class="notes">``)."""
-    return re.sub(r'<aside class="notes"[^>]*>.*?</aside>\s*', "", html, flags=re.S)
+    """A deck's ``html`` without its presenter notes (reveal.js's ``<aside class="notes">``), and the
+    decks' index without its sentence on the speaker view (``<span class="speaker-note">``)."""
+    html = re.sub(r'<aside class="notes"[^>]*>.*?</aside>\s*', "", html, flags=re.S)
+    return re.sub(r'<span class="speaker-note">.*?</span>', "", html, flags=re.S)
 
 
 def _strip_notebook_solutions(path: Path) -> int:

@@ -1137,8 +1137,8 @@ SCORING = (
     "exact expression in place of a decimal is a full answer."
 )
 NUMBERS = (
-    "The numbers of this key are computed by written_check.py (`make problem-sets`, or its copy in "
-    "the problem sets' build folder) from the "
+    "The numbers of this key are computed by written_check.py (in the kit's problem-sets/ folder) "
+    "from the "
     "softlin library (the token law's tilted mean and covariance by automatic differentiation of its "
     "log-MGF; concentration.ess_ratio_expansion and query_averaged_expansion; "
     "icl.bayes_optimal_parameters, risk_fluctuation_constant and large_prompt_constants), each checked "
