@@ -1256,6 +1256,9 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "",
         "## Keep from students",
         "",
+        "- the seeds of your variants and checks, and the checks' keys (written-check-key* and "
+        "written-check-set*-key*, here and in each variant-SEED/);",
+        "- the book's site folder (it holds every solution, folded); the student site does not;",
         "- otter's `results.json` files (in `graded/results/`): their output text quotes the hidden "
         "tests;",
         "- each set's rubric.md (the points per question and the rubrics of the questions graded by "

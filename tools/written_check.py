@@ -141,8 +141,9 @@ FORMS = {
 #: What a variant draws from (set 1's shape: also not the variant's problem-set shape).
 DRAWS = {
     "k": (2, 3, 4, 5),
-    "lam": (0.5, 1.0, 1.5, 2.5, 3.0, 4.0),
-    "a_over_lam": (-1.0, -0.5, 0.25, 0.5, 0.75),
+    "lam": (0.5, 0.75, 1.0, 1.25, 1.5, 2.5, 3.0, 3.5, 4.0, 5.0),
+    # the tilt: a multiple of 0.05 from -lam to 0.75 lam, not 0 (:func:`_tilts`)
+    "a_step": 0.05,
     "sigma2": (0.25, 0.5, 2.0, 3.0, 9.0),
     "u": (0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0),
     "z": (1.0, 1.5, 2.5, 3.0),
@@ -153,10 +154,11 @@ DRAWS = {
     "gamma2": (0.05, 0.1, 0.3, 0.5, 1.0),
     "L3": (500, 2000, 5000),
     # the second forms
-    "x1": (-2.0, -1.0, 0.0),
-    "x2": (1.0, 2.0, 3.0),
-    "p": (0.2, 0.25, 0.4, 0.6, 0.75, 0.8),  # not 1/2, where the third cumulant vanishes
-    "a2": (-1.0, -0.5, 0.5, 1.0),
+    "x1": (-3.0, -2.0, -1.5, -1.0, -0.5, 0.0),
+    "x2": (0.5, 1.0, 1.5, 2.0, 3.0, 4.0),
+    # not 1/2, where the third cumulant vanishes
+    "p": (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9),
+    "a2": tuple(k / 4 for k in range(-8, 9) if k),  # -2 to 2 in quarters, not 0
     "q2": (0.25, 0.5, 2.0, 4.0),  # the queries' variance
     "N": (20, 50, 100, 200),  # tokens that must count
     "blocks": ((1, 2), (1, 3), (2, 2), (2, 3), (3, 2)),  # (d1, d2)
@@ -220,6 +222,16 @@ def set_1_shape(variant: int) -> int:
 # --- the written check's inputs ------------------------------------------------------------------------------
 
 
+def _tilts(lam: float) -> list[float]:
+    """The tilts a Gamma question of rate ``lam`` draws from: the multiples of ``DRAWS["a_step"]``
+    from ``-lam`` to ``0.75 lam`` (well inside the domain ``a < lam``), 0 left out. With the rates,
+    shapes and two-point laws of :data:`DRAWS`, set 1's question takes some twelve thousand forms, so
+    that two seeds rarely share a set-1 sheet."""
+    step = DRAWS["a_step"]
+    lo, hi = math.ceil(-lam / step - 1e-9), math.floor(0.75 * lam / step + 1e-9)
+    return [round(k * step, 2) for k in range(lo, hi + 1) if k]
+
+
 def _draw(rng: random.Random, shape: int, law: tuple) -> dict:
     """One draw of a variant's inputs: each set's form (:data:`FORMS`), then its numbers (``shape``:
     the Gamma shape of the variant's problem set 1; ``law``: its two-point law, which set 1's second
@@ -237,7 +249,7 @@ def _draw(rng: random.Random, shape: int, law: tuple) -> dict:
             "form": forms["ps1"],
             "k": rng.choice([k for k in DRAWS["k"] if k != shape]),
             "lam": lam,
-            "a": lam * rng.choice(DRAWS["a_over_lam"]),
+            "a": rng.choice(_tilts(lam)),
         },
         "ps2": {
             "form": forms["ps2"],
