@@ -142,8 +142,8 @@ FORMS = {
 DRAWS = {
     "k": (2, 3, 4, 5),
     "lam": (0.5, 0.75, 1.0, 1.25, 1.5, 2.5, 3.0, 3.5, 4.0, 5.0),
-    # the tilt: a multiple of 0.05 from -lam to 0.75 lam, not 0 (:func:`_tilts`)
-    "a_step": 0.05,
+    # the tilt: a multiple of 0.01 from -lam to 0.75 lam, not 0 (:func:`_tilts`)
+    "a_step": 0.01,
     "sigma2": (0.25, 0.5, 2.0, 3.0, 9.0),
     "u": (0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0),
     "z": (1.0, 1.5, 2.5, 3.0),
@@ -225,7 +225,7 @@ def set_1_shape(variant: int) -> int:
 def _tilts(lam: float) -> list[float]:
     """The tilts a Gamma question of rate ``lam`` draws from: the multiples of ``DRAWS["a_step"]``
     from ``-lam`` to ``0.75 lam`` (well inside the domain ``a < lam``), 0 left out. With the rates,
-    shapes and two-point laws of :data:`DRAWS`, set 1's question takes some twelve thousand forms, so
+    shapes and two-point laws of :data:`DRAWS`, set 1's question takes some twenty thousand forms, so
     that two seeds rarely share a set-1 sheet."""
     step = DRAWS["a_step"]
     lo, hi = math.ceil(-lam / step - 1e-9), math.floor(0.75 * lam / step + 1e-9)
