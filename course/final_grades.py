@@ -369,16 +369,21 @@ def course_row(
     row.update(dict.fromkeys(excused, EXCUSED))
     row.update(dict.fromkeys(COLUMNS[COLUMNS.index("sets_percent") :], ""))
     missing = wrong if interim else missing
-    if missing:  # no course grade; the parts whose marks are all in still show their percentage
-        if not wrong:
-            sets_in = not any(m.startswith(SETS) for m in missing)
-            if sets_in and awarded is not None and sets_total:
-                row["sets_percent"] = f"{100 * awarded / sets_total:.1f}"
-            if report is not None:
-                row["report_percent"] = f"{100 * report / report_points:.1f}"
-            known = [marks[c] for c in CHECKS if marks[c] is not None]
-            if known and len(known) + len(excused) == len(CHECKS):
-                row["checks_percent"] = f"{100 * sum(known) / (CHECK_POINTS * len(known)):.1f}"
+    if (
+        missing
+    ):  # no course grade; the parts whose marks are all in (and in range) still show theirs
+        sets_in = not any(m.startswith(SETS) for m in missing)
+        if sets_in and awarded is not None and sets_total:
+            row["sets_percent"] = f"{100 * awarded / sets_total:.1f}"
+        if report is not None and 0 <= report <= report_points:
+            row["report_percent"] = f"{100 * report / report_points:.1f}"
+        known = [marks[c] for c in CHECKS if marks[c] is not None]
+        if (
+            known
+            and len(known) + len(excused) == len(CHECKS)
+            and all(0 <= m <= CHECK_POINTS for m in known)
+        ):
+            row["checks_percent"] = f"{100 * sum(known) / (CHECK_POINTS * len(known)):.1f}"
         return row, missing
     # each part counted: (weight, share); the sets weigh by the share of their points counted, and
     # the checks, of equal weight each, as one part over the checks counted, an excused check's

@@ -387,6 +387,7 @@ def merge_gradebook(
     rows: list[tuple[str, dict]],
     prefill: dict[str, dict[str, str]] | None = None,
     entered: dict[str, dict[str, str]] | None = None,
+    hand: list[str] | tuple[str, ...] = (),
 ) -> list[dict]:
     """Write ``rows`` into the gradebook ``path``, keeping what it already holds: the rows of the files
     not graded now stay as they are (a gradebook saved with semicolons, :func:`delimiter`, is read
@@ -395,7 +396,10 @@ def merge_gradebook(
     files are appended. A gradebook whose columns are not this set's is left alone (SystemExit).
     ``prefill`` (``--completion``, :func:`completion_marks`): per file, hand marks to enter where its
     cell is still empty; a mark already there is never replaced. ``entered`` (the report's sheet,
-    :func:`report_marks`): per file, hand marks that replace what the gradebook holds. Returns the
+    :func:`report_marks`): per file, hand marks that replace what the gradebook holds. ``hand``
+    (``--by-hand``): files otter does not run, whose row is the grader's, every question's column
+    included: kept as typed (a new one gets a row with every mark empty), its ``auto_awarded`` the sum
+    of its autograded columns once each holds a mark in range (:func:`hand_auto`). Returns the
     gradebook's rows, as dicts of its columns."""
     header = gradebook_header(questions)
     kept: dict[str, dict] = {}
@@ -418,6 +422,12 @@ def merge_gradebook(
             if not row[q].strip() and not row["manual_awarded"].strip():
                 row[q] = mark
         kept[file] = row
+    for file in hand:
+        if file not in kept:
+            row = dict(zip(header, gradebook_row(file, questions, {})))
+            row.update({q["name"]: "" for q in questions})
+            kept[file] = row
+        kept[file]["auto_awarded"] = hand_auto(kept[file], questions)
     for file, marks in (entered or {}).items():
         if file in kept:
             kept[file].update(marks)
@@ -453,6 +463,40 @@ def mark_problems(row: dict, questions: list[dict]) -> list[str]:
     return problems
 
 
+def hand_auto(row: dict, questions: list[dict]) -> str:
+    """A ``--by-hand`` row's ``auto_awarded``: the sum of its autograded questions' columns, typed by
+    the grader, once each holds a number from 0 to the question's points; else empty (no total yet)."""
+    total = 0.0
+    for q in questions:
+        if q["manual"]:
+            continue
+        try:
+            mark = float(row.get(q["name"], "").strip())
+        except ValueError:
+            return ""
+        if not 0 <= mark <= float(q["points"]):
+            return ""
+        total += mark
+    return f"{total:g}"
+
+
+def hand_problems(row: dict, questions: list[dict]) -> list[str]:
+    """A ``--by-hand`` row's autograded columns that are missing, not numbers or out of range, one
+    line each, as :func:`mark_problems` says them."""
+    problems = []
+    for q in questions:
+        if q["manual"]:
+            continue
+        typed, most = row.get(q["name"], "").strip(), float(q["points"])
+        try:
+            bad = not typed or not 0 <= float(typed) <= most
+        except ValueError:
+            bad = True
+        if bad:
+            problems.append(f"{q['name']} = {typed or 'empty'}, expected 0 to {most:g}")
+    return problems
+
+
 def add_up(row: dict, questions: list[dict]) -> dict:
     """Fill a gradebook row's sums, in place: ``manual_awarded`` is the sum of the hand marks once every
     question graded by hand has one (a number); otherwise it keeps what the grader typed (a grade for
@@ -470,8 +514,9 @@ def add_up(row: dict, questions: list[dict]) -> dict:
     try:
         if marks and all(marks):
             row["manual_awarded"] = f"{sum(float(m) for m in marks):g}"
-        auto, manual = float(row["auto_awarded"]), row.get("manual_awarded", "").strip()
-        row["total_awarded"] = f"{auto + float(manual):g}" if manual else ""
+        auto, manual = row["auto_awarded"].strip(), row.get("manual_awarded", "").strip()
+        # a --by-hand row whose autograded marks are not all in has no auto_awarded yet
+        row["total_awarded"] = f"{float(auto) + float(manual):g}" if auto and manual else ""
     except ValueError as exc:
         raise SystemExit(f"grade_all: {row['file']}: a mark is not a number ({exc})") from None
     return row
@@ -1004,6 +1049,43 @@ def near_copies(
     return found
 
 
+def submissions_record(out: Path, name: str) -> Path:
+    """Where each run records the notebooks it graded, ``{file name: path}``, so that a later run on
+    a late student alone compares the new answers with the class's (:func:`class_peers`)."""
+    return out / f"submissions-{name}.json"
+
+
+def class_peers(
+    files: list[Path], skip: set[str] = frozenset(), record: Path | None = None
+) -> list[Path]:
+    """The class's other submissions, not graded now: the notebooks beside ``files`` and those an
+    earlier run graded (``record``, :func:`submissions_record`) that still exist, so that a late
+    student graded alone is still compared with the class (:func:`near_copies`). Those named in
+    ``skip`` or graded now, and those that cannot be read as notebooks, are left out."""
+    graded = {f.name for f in files}
+    candidates = [
+        p for folder in sorted({f.parent for f in files}) for p in sorted(folder.glob("*.ipynb"))
+    ]
+    if record is not None and record.exists():
+        candidates += [Path(p) for p in json.loads(record.read_text()).values()]
+    found: dict[str, Path] = {}
+    for other in candidates:
+        if other.name in graded or other.name in skip or other.name in found or not other.exists():
+            continue
+        try:
+            answers_by_hand(other)
+        except (
+            OSError,
+            ValueError,
+            KeyError,
+            TypeError,
+            AttributeError,
+        ):  # a broken notebook of the class: it compares with nothing
+            continue
+        found[other.name] = other
+    return sorted(found.values(), key=lambda p: p.name)
+
+
 def thin_answers(notebook: Path, questions: list[dict], skip: tuple[str, ...] = ()) -> list[str]:
     """The questions graded by hand (but those in ``skip``) whose answer in ``notebook`` is
     :func:`thin`: ``--completion`` leaves their marks empty and names them."""
@@ -1504,6 +1586,48 @@ def write_feedback(
     path.write_text("\n".join(lines))
 
 
+def write_hand_feedback(
+    path: Path, name: str, submission: str, row: dict, questions: list[dict], report: str = ""
+) -> None:
+    """The feedback file ``path`` of a ``--by-hand`` submission, from its gradebook ``row``: its notebook
+    could not be run by the autograder, so every question's mark is the grader's; a question not
+    marked yet is said so, and the total is given once every mark is in."""
+    total, possible = row.get("total_awarded", "").strip(), row.get("total_possible", "")
+    summary = (
+        f"Total: {total} of {_points(float(possible))}."
+        if total
+        else "The marks so far are below; the total comes once every question is marked."
+    )
+    comments = row.get(COMMENTS, "").strip()
+    lines = [
+        f"# {name}: {submission}",
+        "",
+        "Your notebook could not be run by the autograder (it did not finish, or could not be read "
+        "as a notebook), so your grader marked every question by hand, the computational ones "
+        "included.",
+        "",
+        summary,
+        "",
+        *([f"Comments: {comments}", ""] if comments else []),
+        "| question | points | marked |",
+        "|---|---|---|",
+        *(
+            f"| {q['name']} | {mark} of {float(q['points']):g} | by your grader |"
+            if (mark := row.get(q["name"], "").strip())
+            else f"| {q['name']} | not marked yet | |"
+            for q in questions
+        ),
+        "",
+    ]
+    if report:
+        lines += [
+            f"The report ({REPORT[1]}), item by item (the rubric's (a), (b), (c)'s three and (d), "
+            f"each 0, 0.5 or 1; two readings are separated by /): {report}.",
+            "",
+        ]
+    path.write_text("\n".join(lines))
+
+
 def check_results(results: dict, questions: list[dict], name: str, path: Path) -> None:
     """Refuse otter's ``results`` (read from ``path`` for ``--reuse``) unless they are set ``name``'s:
     the autograded questions and their points as in its ``questions.json``, no score above its
@@ -1567,6 +1691,16 @@ def main(argv: list[str] | None = None) -> int:
         help="with --completion, leave question Q for its rubric (set 3's report: q5); repeatable",
     )
     parser.add_argument(
+        "--by-hand",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a submission otter cannot grade (it runs past --timeout, or is not a notebook): not "
+        "run; its gradebook row is yours to fill in, every question's column (an autograded "
+        "question's points by its rubric), and its feedback is written from that row; repeatable, "
+        "and needed on every later run that includes it (--reuse too)",
+    )
+    parser.add_argument(
         "--timeout",
         type=float,
         default=TIMEOUT,
@@ -1589,11 +1723,20 @@ def main(argv: list[str] | None = None) -> int:
         files += sorted(s.glob("*.ipynb")) if s.is_dir() else [s]
     if not files:
         raise SystemExit(f"grade_all: no .ipynb among {[str(s) for s in args.submissions]}")
+    by_hand = {Path(b).name for b in args.by_hand}
+    if stray := sorted(by_hand - {f.name for f in files}):
+        raise SystemExit(
+            f"grade_all: --by-hand got {stray}, which are not among the submissions given "
+            f"({sorted(f.name for f in files)})"
+        )
+    hand_files = [f for f in files if f.name in by_hand]
     questions = read_questions(HERE / args.name / QUESTIONS)
     gradebook = args.out / f"grades-{args.name}.csv"
     existed = gradebook.exists()
     results, skipped = {}, {}
     for f in files:
+        if f.name in by_hand:  # the grader's own row: otter does not run it
+            continue
         kept = args.out / "results" / args.name / f.stem / "results.json"
         if args.reuse and kept.exists():
             results[f] = json.loads(kept.read_text())
@@ -1612,7 +1755,7 @@ def main(argv: list[str] | None = None) -> int:
         except NotGraded as exc:  # the others are graded all the same; it is named at the end
             skipped[f] = str(exc)
             print(f"{f.name}: NOT GRADED: {exc}", file=sys.stderr)
-    if not results:
+    if not results and not hand_files:
         raise SystemExit(f"grade_all: no submission could be graded: {skipped}")
     files = [f for f in files if f in results]
     graded = {f: feedback(r) for f, r in results.items()}
@@ -1623,10 +1766,26 @@ def main(argv: list[str] | None = None) -> int:
         if args.completion
         else None
     )
+    record_of = submissions_record(args.out, args.name)
+    peers = class_peers(files, set(by_hand), record_of) if args.completion or args.collate else []
+    args.out.mkdir(parents=True, exist_ok=True)
+    seen = json.loads(record_of.read_text()) if record_of.exists() else {}
+    seen.update({f.name: str(f.resolve()) for f in files})
+    record_of.write_text(json.dumps(seen, indent=1, sort_keys=True) + "\n")
+    if peers:
+        print(
+            f"grade_all: the answers are also compared with {len(peers)} other submission(s) of "
+            f"the same folder(s), graded before: {sorted(p.name for p in peers)}",
+            file=sys.stderr,
+        )
     copies = (
-        near_copies(
-            files, questions, model
-        )  # every question, the one --except-question leaves to its rubric included
+        {
+            name: flagged
+            for name, flagged in near_copies(
+                [*files, *peers], questions, model
+            ).items()  # every question, the one --except-question leaves to its rubric included
+            if name in {f.name for f in files}
+        }
         if args.completion or args.collate
         else {}
     )
@@ -1640,7 +1799,7 @@ def main(argv: list[str] | None = None) -> int:
     entered, report_items, second = {}, {}, []
     if args.name == REPORT[0]:  # the report, item by item, from its sheet
         args.out.mkdir(parents=True, exist_ok=True)
-        sheet = report_sheet(args.out, args.name, [f.name for f in files])
+        sheet = report_sheet(args.out, args.name, [f.name for f in [*files, *hand_files]])
         marks, report_items, problems, second = report_marks(sheet)
         entered = {file: {REPORT[1]: mark} for file, mark in marks.items()}
         for problem in problems:
@@ -1649,7 +1808,10 @@ def main(argv: list[str] | None = None) -> int:
             )
     before = marks_in(gradebook, questions)  # the hand marks read before this run
     book = {
-        row["file"]: row for row in merge_gradebook(gradebook, questions, rows, prefill, entered)
+        row["file"]: row
+        for row in merge_gradebook(
+            gradebook, questions, rows, prefill, entered, sorted(f.name for f in hand_files)
+        )
     }
     thin_by_file = (
         {f.name: thin_answers(f, questions, tuple(args.except_question)) for f in files}
@@ -1728,6 +1890,26 @@ def main(argv: list[str] | None = None) -> int:
     out_of_range = {
         name: problems for name, row in book.items() if (problems := mark_problems(row, questions))
     }
+    for f in hand_files:
+        row = book[f.name]
+        write_hand_feedback(
+            args.out / "feedback" / args.name / f"{f.stem}.md",
+            args.name,
+            f.name,
+            row,
+            questions,
+            report_items.get(f.name, ""),
+        )
+        missing = hand_problems(row, questions)
+        print(
+            f"{f.name}: graded by hand (--by-hand): "
+            + (
+                f"total {row['total_awarded']} of {row['total_possible']}"
+                if row["total_awarded"].strip()
+                else f"enter its marks in {gradebook}, then run again"
+                + (f" (autograded columns: {'; '.join(missing)})" if missing else "")
+            )
+        )
     for f, (points, public_failed, hidden_failed) in graded.items():
         marks = {
             q["name"]: (book[f.name][q["name"]].strip(), float(q["points"]))

@@ -311,6 +311,9 @@ def test_what_is_missing_is_named_and_leaves_the_grade_empty(tmp_path, questions
     with (tmp_path / "course-grades.csv").open(newline="") as handle:
         got = {r["student"]: r for r in csv.DictReader(handle)}
     assert got["dan"]["course_percent"] == "" and got["eve"]["course_percent"] == "", got
+    # a check out of range blanks the checks' part and the grade, not the parts that are in
+    assert got["dan"]["checks_percent"] == "" and got["dan"]["sets_percent"] == "100.0", got["dan"]
+    assert got["dan"]["report_percent"] == "100.0", got["dan"]
 
 
 def test_a_folder_without_gradebooks_is_named(tmp_path, capsys):

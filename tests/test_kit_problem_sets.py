@@ -1044,6 +1044,88 @@ def test_grade_all_merges_the_gradebook_keeps_hand_marks_and_collates_answers(bu
     assert gradebook.read_text() == "file,x\nalice.ipynb,1\n"
 
 
+def test_a_late_submission_meets_the_class_and_a_broken_one_is_graded_by_hand(built, tmp_path):
+    """A late notebook graded alone is compared with the answers of the class graded before (the
+    reviewer's late eve, word for word ana's, got full completion marks unflagged); a notebook otter
+    cannot run (it loops, or is not JSON) is graded by hand with ``--by-hand``: not run, its row the
+    grader's, every column included, its feedback written from that row, exit status 0."""
+    import csv
+
+    name = "ps1_measures"
+    questions = problem_sets.questions(name)
+    subs = tmp_path / "set1"
+    subs.mkdir()
+    blank = json.loads((built / name / "student" / f"{name}.ipynb").read_text())
+    answer = next(c for c in blank["cells"] if "otter_answer_cell" in c["metadata"].get("tags", []))
+    answer["source"] = (
+        "My own derivation: the moment generating function is finite below the rate, and the "
+        "derivative of its logarithm gives the mean of the tilted law, which is the limit."
+    )
+    (subs / "ana.ipynb").write_text(json.dumps(blank))
+    out = run_grade_all(built, name, subs, tmp_path, "--completion")
+    shutil.copyfile(subs / "ana.ipynb", subs / "eve.ipynb")  # late, and ana's word for word
+    done = run_grade_all(built, name, subs / "eve.ipynb", tmp_path, "--completion", check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "compared with 1 other submission(s)" in done.stderr, done.stderr[-2000:]
+    flagged = [
+        line
+        for line in done.stderr.splitlines()
+        if line.startswith("grade_all: eve.ipynb: near-copies")
+    ]
+    assert flagged and "ana.ipynb's answer (1.00)" in flagged[0], done.stderr[-2000:]
+    gradebook = out / f"grades-{name}.csv"
+    first = next(q["name"] for q in questions if q["manual"])
+    eve = {r["file"]: r for r in csv.DictReader(gradebook.open())}["eve.ipynb"]
+    assert eve[first] == "", eve  # a near-copy is left for the grader, not marked unread
+    # from another folder too: the record of the class's notebooks finds ana
+    late = tmp_path / "late"
+    late.mkdir()
+    shutil.copyfile(subs / "ana.ipynb", late / "fay.ipynb")
+    done = run_grade_all(built, name, late, tmp_path, "--collate", "--no-rerun", check=False)
+    assert (
+        "grade_all: fay.ipynb: near-copies" in done.stderr and "ana.ipynb's answer" in done.stderr
+    )
+    # a notebook that is not JSON, graded by hand
+    (subs / "di.ipynb").write_text("{not a notebook")
+    done = run_grade_all(
+        built, name, subs / "di.ipynb", tmp_path, "--by-hand", "di.ipynb", check=False
+    )
+    assert done.returncode == 0 and "NOT GRADED" not in done.stderr, done.stderr[-2000:]
+    assert "di.ipynb: graded by hand (--by-hand): enter its marks" in done.stdout, done.stdout
+    di = {r["file"]: r for r in csv.DictReader(gradebook.open())}["di.ipynb"]
+    assert all(di[q["name"]] == "" for q in questions) and di["total_awarded"] == "", di
+    feedback = (out / "feedback" / name / "di.md").read_text()
+    assert "could not be run by the autograder" in feedback and "not marked yet" in feedback
+    # the grader marks every question, the autograded ones by their rubric; --reuse keeps the row
+    rows = list(csv.DictReader(gradebook.open()))
+    for row in rows:
+        if row["file"] == "di.ipynb":
+            row.update({q["name"]: f"{q['points'] / 2:g}" for q in questions})
+    with gradebook.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    done = run_grade_all(
+        built, name, subs, tmp_path, "--reuse", "--by-hand", "di.ipynb", check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    total, _ = problem_sets.points(name)
+    di = {r["file"]: r for r in csv.DictReader(gradebook.open())}["di.ipynb"]
+    assert float(di["total_awarded"]) == total / 2, di
+    feedback = (out / "feedback" / name / "di.md").read_text()
+    assert (
+        f"Total: {total / 2:g} of {total:g} points." in feedback
+        and "not marked yet" not in feedback
+    )
+    # without --by-hand it is named as before; a --by-hand name that is not given is refused
+    done = run_grade_all(built, name, subs / "di.ipynb", tmp_path, check=False)
+    assert done.returncode == 1 and "di.ipynb: NOT GRADED" in done.stderr
+    done = run_grade_all(
+        built, name, subs / "ana.ipynb", tmp_path, "--by-hand", "bo.ipynb", check=False
+    )
+    assert done.returncode != 0 and "--by-hand got ['bo.ipynb']" in done.stderr, done.stderr[-500:]
+
+
 def run_grade_all(
     built: Path, name: str, subs: Path, tmp_path: Path, *options: str, check: bool = True
 ):

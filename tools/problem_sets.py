@@ -1103,7 +1103,7 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "step 1 below says how to bring torch's wheel) |",
         "| before term: rehearse the grading | `python rehearse.py`: a mock class of three (ada, ben, "
         "cleo) graded through the whole term, each command below run in turn and printed, in two "
-        "minutes or so; it says whether every point and grade is as expected, and leaves the "
+        "to five minutes; it says whether every point and grade is as expected, and leaves the "
         "gradebooks, feedback, collated answers and course grades in `rehearsal/` to read |",
         "| a ten-minute check on set N | `python written_check.py --seed SEED --set N` (SEED: "
         "private, eight digits, new each time) |",
@@ -1162,9 +1162,16 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "(`--no-rerun` shows the saved outputs alone).",
         "",
         "A notebook that runs past `--timeout` seconds (default 900) is stopped, named and left out, "
-        "like one otter cannot read; the exit status is then 1. One submission by hand: "
-        "`mkdir -p results/FILE && otter run -a NAME/autograder/autograder.zip -o results/FILE "
-        "FILE.ipynb`.",
+        "like one otter cannot read; the exit status is then 1. Grade it by hand: add `--by-hand "
+        "FILE.ipynb` to this run and to every later one that includes it (`--reuse` too). It is "
+        "then never run; its row in the gradebook is yours, every question's column (an autograded "
+        "question's points by its rubric), and its feedback is written from that row once you run "
+        "again.",
+        "",
+        "**A late submission**: put it in the set's folder with the others and run the same command "
+        "on it alone (`python grade_all.py NAME setN/FILE.ipynb --collate --completion`). Its row "
+        "joins the gradebook, and its answers are compared with those of the class graded before "
+        "(`graded/submissions-NAME.json` records where they are), so a late copy is flagged.",
         "",
         'Two messages of otter are expected: "No log found with which to verify student scores" is '
         "harmless here (these sets do not ask otter to log the students' runs; the points are those of "
@@ -1190,8 +1197,8 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "flagged in the collated file, for you to read (a flag is not a verdict).",
         "",
         "  The marks it enters stay out of the feedback until you have read them over and run "
-        "`--reuse`; marks already in the gradebook stay in it, so grading a late student with the "
-        "others is safe. The feedback then labels each of them *for completion: not checked for "
+        "`--reuse`; marks already in the gradebook stay in it, so a late student's run leaves the "
+        "others' marks alone. The feedback then labels each of them *for completion: not checked for "
         "correctness* and quotes the question's criterion for full credit from its rubric, for the "
         "student to check the answer against the solution sheet (a mark you change is labelled as "
         "yours; `graded/completion-NAME.json` records which marks are the completion pass's).",
