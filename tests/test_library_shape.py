@@ -214,6 +214,10 @@ def test_show_source_drops_the_lines_marked_validation():
     assert marked in inspect.getsource(softlin.tilted_mean)  # the library keeps the check
     shown = _shown_source(softlin.tilted_mean)
     assert "check_result_finite" not in shown and "return out" in shown, shown
+    # the decorator line that names the checks run apart says what it is
+    assert (
+        "@validated_by(_check_tilt)  # checks the arguments first; the body trusts them\n" in shown
+    )
 
 
 def test_the_check_count_sees_inline_checks():

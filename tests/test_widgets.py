@@ -187,6 +187,15 @@ def test_answer_check_accepts_the_key_and_rejects_without_printing_it(capsys):
     assert check(-key) == False
     out = capsys.readouterr().out
     assert "has the wrong sign (its size is right)" in out and "off by" not in out
+    # twice or half the key is named as such: the half-MSE risk against the full MSE
+    for factor, words in (
+        (2.0, "is twice the expected value"),
+        (0.5, "is half the expected value"),
+    ):
+        assert check(factor * key) == False
+        out = capsys.readouterr().out
+        assert words in out and "off by" not in out and "0.123" not in out
+    assert check(2.2 * key) == False and "off by 1.2" in capsys.readouterr().out
 
 
 def test_answer_check_rejects_text_that_numpy_would_parse_as_the_right_number(capsys):

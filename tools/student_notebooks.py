@@ -145,8 +145,7 @@ beside them, a second reading. A lesson runs in about a minute on a CPU, a lab i
 
 Each exercise ends in a cell that checks your answer (`answer = None`: put yours in its place).
 
-Links to other pages of the book go to {site}. (For the lecturer: to point them at your own copy of
-the student edition, the book's page *Adapting and rebuilding the kit* says how.)
+Links to other pages of the book go to {site}.
 """
 
 

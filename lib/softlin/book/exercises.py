@@ -278,6 +278,20 @@ def _ch6_match():
     return 1000 * c.linear / c.softmax
 
 
+@_key(
+    "ex-ch6-tilt",
+    digits=3,
+    hint="Hint: written in u^2 = r^2 / b*^2, the constant sees Sigma only through tr Sigma; "
+    "r* = b* u*, with b*^2 = sqrt(tr Sigma^-2) = sqrt 5 here.",
+)
+def _ch6_tilt():
+    from softlin import experiment
+
+    P = experiment.INTENDED
+    eye = torch.eye(P.d, dtype=torch.float64)
+    return icl.large_prompt_constants(eye, tau2=P.tau2, noise_var=P.noise_var).scale
+
+
 # --- Chapter 7 --------------------------------------------------------------------------------------
 
 

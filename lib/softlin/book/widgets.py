@@ -163,7 +163,8 @@ def show_source(obj, *, docstring: bool = False) -> str:
 
     Lines of the library that end with the comment ``# validation`` (argument checks written inline, each
     one statement on one line) are left out: the page shows the mathematics, and the checks run all the
-    same. Checks that run apart are named by the ``@validated_by(...)`` decorator line, which is kept.
+    same. Checks that run apart are named by the ``@validated_by(...)`` decorator line, which is kept,
+    with a comment saying what it does (:data:`VALIDATED_BY_NOTE`).
 
     This is how a chapter shows the few lines a statement of the paper becomes: the code is read from the
     installed library with ``inspect.getsource``, never copied into the page. In IPython it is displayed
@@ -207,7 +208,20 @@ def _shown_source(obj, *, docstring: bool = False) -> str:
         lines = src.splitlines()
         src = "\n".join(lines[: body[0].lineno - 1] + lines[body[0].end_lineno :]) + "\n"
     lines = src.splitlines(keepends=True)
-    return "".join(line for line in lines if not line.rstrip().endswith("# validation"))
+    shown = [line for line in lines if not line.rstrip().endswith("# validation")]
+    return "".join(_said(line) for line in shown)
+
+
+#: The comment a shown ``@validated_by(...)`` line carries, so that a reader knows what it is.
+VALIDATED_BY_NOTE = "  # checks the arguments first; the body trusts them"
+
+
+def _said(line: str) -> str:
+    """``line``, and for a ``@validated_by(...)`` decorator line without a comment, with
+    :data:`VALIDATED_BY_NOTE` at its end."""
+    if line.lstrip().startswith("@validated_by(") and "#" not in line:
+        return line.rstrip("\n") + VALIDATED_BY_NOTE + "\n"
+    return line
 
 
 def _in_float64(compute, *args, **objects):
@@ -468,6 +482,16 @@ def make_check(
                 flipped = float(np.abs(got.reshape(want.shape) + want).max()) if want.size else 0.0
                 if flipped <= allowed:  # right size, wrong sign: say so, not "off by 2"
                     return f"your answer{where} has the wrong sign (its size is right)"
+                shaped = got.reshape(want.shape)
+                for factor, words in (
+                    (2.0, "twice"),
+                    (0.5, "half"),
+                ):  # a factor 1/2 lost or doubled
+                    if float(np.abs(shaped - factor * want).max()) <= factor * allowed:
+                        return (
+                            f"your answer{where} is {words} the expected value (a factor 1/2 "
+                            "lost or added: a half-MSE risk against a full mean squared error?)"
+                        )
                 asked = "" if digits is None else f"; give {digits} significant digits"
                 return (
                     f"your answer{where} is off by {err / scale if scale else err:.2g} (relative "
