@@ -430,6 +430,8 @@ def merge_gradebook(
         kept[file]["auto_awarded"] = hand_auto(kept[file], questions)
     for file, marks in (entered or {}).items():
         if file in kept:
+            if any(not m.strip() for m in marks.values()):  # a mark withdrawn: its sum goes too
+                kept[file]["manual_awarded"] = ""
             kept[file].update(marks)
     for row in kept.values():
         add_up(row, questions)
@@ -601,6 +603,17 @@ def report_marks(rows: list[dict]) -> tuple[dict[str, str], dict[str, str], list
         if len(read) == 1 and any(edge - 0.5 <= sums[0] <= edge for edge in BAND_EDGES):
             second.append(file)
     return marks, items, problems, second
+
+
+def report_entries(rows: list[dict], marks: dict[str, str]) -> dict[str, dict[str, str]]:
+    """The report's marks to enter in the gradebook (``merge_gradebook``'s ``entered``): each counted
+    mark of :func:`report_marks`, and an empty q5 for a file whose readings were begun but none could
+    be counted (an item out of range, say), so that a mark entered before does not stay in silently:
+    its total waits, and ``final_grades.py`` names the mark as missing."""
+    begun = {r["file"].strip() for r in rows if any((r.get(i) or "").strip() for i in REPORT_ITEMS)}
+    entries = {f: {REPORT[1]: m} for f, m in marks.items()}
+    entries.update({f: {REPORT[1]: ""} for f in sorted(begun - set(marks))})
+    return entries
 
 
 #: The marker lines otter leaves around a question graded by hand in a student notebook.
@@ -1796,16 +1809,23 @@ def main(argv: list[str] | None = None) -> int:
         for q in flagged:
             if prefill:
                 prefill[file].pop(q, None)
-    entered, report_items, second = {}, {}, []
+    entered, report_items, second, report_problems = {}, {}, [], False
     if args.name == REPORT[0]:  # the report, item by item, from its sheet
         args.out.mkdir(parents=True, exist_ok=True)
         sheet = report_sheet(args.out, args.name, [f.name for f in [*files, *hand_files]])
         marks, report_items, problems, second = report_marks(sheet)
-        entered = {file: {REPORT[1]: mark} for file, mark in marks.items()}
+        entered = report_entries(sheet, marks)
         for problem in problems:
             print(
                 f"grade_all: report-marks-{args.name}.csv: not counted: {problem}", file=sys.stderr
             )
+        if emptied := sorted(f for f, m in entered.items() if not m[REPORT[1]]):
+            print(
+                f"grade_all: {REPORT[1]} left empty for {emptied} until a reading of theirs counts "
+                "(exit status 1)",
+                file=sys.stderr,
+            )
+        report_problems = bool(problems)
     before = marks_in(gradebook, questions)  # the hand marks read before this run
     book = {
         row["file"]: row
@@ -2025,7 +2045,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-    return 0
+    return 1 if report_problems else 0
 
 
 if __name__ == "__main__":

@@ -899,14 +899,22 @@ def test_the_report_is_marked_item_by_item_in_its_sheet(tmp_path, questions):
     assert second == ["ann.ipynb"], second  # ben was read twice; 4.5 is in no band's reach
     twice = [*again, again[0] | {"a": "0"}]  # ann's reader 1 twice
     assert "ann.ipynb: reader 1 has two rows" in grade_all.report_marks(twice)[2][-1]
-    # into the gradebook: the sheet's mark replaces q5's, and the totals follow
+    # into the gradebook: the sheet's mark replaces q5's, and the totals follow; a file whose
+    # readings were begun but none counts gets q5 emptied (no stale mark), one not begun nothing
+    entered = grade_all.report_entries(again, marks)
+    assert entered == {f: {"q5": m} for f, m in marks.items()} | {
+        "cy.ipynb": {"q5": ""},
+        "dee.ipynb": {"q5": ""},
+    }, entered
     book = tmp_path / f"grades-{name}.csv"
     auto = {q["name"]: float(q["points"]) for q in qs if not q["manual"]}
     by_hand = {q["name"]: f"{q['points']:g}" for q in qs if q["manual"] and q != report}
-    graded = [("ann.ipynb", auto), ("ben.ipynb", auto)]
-    grade_all.merge_gradebook(book, qs, graded, {"ann.ipynb": by_hand | {"q5": "6"}})
-    entered = {f: {"q5": m} for f, m in marks.items()}
+    graded = [("ann.ipynb", auto), ("ben.ipynb", auto), ("cy.ipynb", auto)]
+    grade_all.merge_gradebook(
+        book, qs, graded, {f: by_hand | {"q5": "6"} for f in ("ann.ipynb", "cy.ipynb")}
+    )
     merged = {r["file"]: r for r in grade_all.merge_gradebook(book, qs, graded, None, entered)}
+    assert merged["cy.ipynb"]["q5"] == "" and merged["cy.ipynb"]["total_awarded"] == ""
     assert merged["ann.ipynb"]["q5"] == "5.5", merged["ann.ipynb"]
     assert float(merged["ann.ipynb"]["manual_awarded"]) == sum(map(float, by_hand.values())) + 5.5
     assert merged["ben.ipynb"]["q5"] == "4.5" and merged["ben.ipynb"]["total_awarded"] == ""
