@@ -44,6 +44,10 @@ a hand mark in the gradebook lies outside its range (:func:`mark_problems`: 1 ty
   are in, the report's column (``q5``) is their sum, or the readings' mean, replacing what it held
   (:func:`report_marks`); the feedback quotes the items, and a report read once at a band's edge is
   named for a second reading;
+* ``OUT/hidden-checks-NAME.md``, for the grader alone (:func:`write_hidden_checks`): every notebook
+  graded so far with the messages of its failed hidden checks; never return it;
+* with ``--by-hand FILE``, ``OUT/by-hand-NAME.json`` (:func:`by_hand_record`): the files graded by
+  hand, which later runs grade by hand without the option;
 * with ``--collate``, ``OUT/by-question/NAME-qN.md`` for each question graded by hand: the
   question's model answer and rubric from the set's rubric.md (folded), then every
   submission's answer to it, one after the other (:func:`write_collated`), its code's outputs from a
@@ -195,24 +199,39 @@ def feedback(
     is public when the "Public Tests" entry lists it as failed, and its message is taken from that entry
     alone; any other failed case is hidden, and only counted (its message states the hidden inputs and
     expected values). Without a "Public Tests" entry, every failed case counts as hidden."""
+    points, public_failed, hidden = _split(results)
+    return points, public_failed, {q: len(messages) for q, messages in hidden.items()}
+
+
+def hidden_failures(results: dict) -> dict[str, list[str | None]]:
+    """For the grader only: ``{question: the messages of its failed hidden checks}`` in otter's
+    ``results``, as otter printed them (None for a check without a message). A hidden check's message
+    states its inputs and expected values, so it never reaches a student (:func:`feedback` counts
+    them); ``OUT/hidden-checks-NAME.md`` gathers them (:func:`write_hidden_checks`)."""
+    return _split(results)[2]
+
+
+def _split(results: dict):
+    """The points, the failed public checks' messages and the failed hidden checks' messages of
+    otter's ``results``, per question (:func:`feedback` says how they are told apart)."""
     tests = results.get("tests", [])
     public = next((t for t in tests if t.get("name") == PUBLIC), None)
     public_cases = _cases(public.get("output", "")) if public else {}
-    points, public_failed, hidden_failed = {}, {}, {}
+    points, public_failed, hidden = {}, {}, {}
     for test in tests:
         if test.get("max_score") is None:  # "Public Tests" and otter's notices: no points
             continue
         q = test["name"]
         points[q] = (float(test.get("score") or 0.0), float(test["max_score"]))
-        for case, (_, failed, _) in _cases(test.get("output", "")).items():
+        for case, (_, failed, message) in _cases(test.get("output", "")).items():
             if not failed:
                 continue
             seen = public_cases.get(case)
             if seen is not None and seen[1]:
                 public_failed.setdefault(q, []).append(seen[2])
             else:
-                hidden_failed[q] = hidden_failed.get(q, 0) + 1
-    return points, public_failed, hidden_failed
+                hidden.setdefault(q, []).append(message)
+    return points, public_failed, hidden
 
 
 #: The line that ends the traceback of an error raised in a check: ``NameError: name 'f' is not
@@ -902,6 +921,22 @@ PASTED_RUN = 6
 #: An answer is compared for near-copies from this many words and symbols (:func:`_words`) on.
 COPY_MIN_WORDS = 12
 
+#: An answer named as a near-copy of the model answer (:data:`ALIKE`, formulas included) must also hold
+#: this share of the model's prose, its words outside formulas (:func:`copies_prose`), where the model
+#: has :data:`COPY_MIN_WORDS` words of prose or more: a derivation redone in the student's own sentences
+#: shares the model's formulas, not its sentences. On set 2's question 1a a lecturer's own-words answer
+#: scored 0.82 overall but 0.54 on prose; the model answer with a few words changed, 0.99 and 0.95.
+PROSE_ALIKE = 0.7
+
+
+def copies_prose(answer: str, model: str) -> bool:
+    """Whether ``answer`` holds :data:`PROSE_ALIKE` of ``model``'s prose (:func:`covers` on the words
+    outside formulas, :func:`_prose`); True where the model has fewer than :data:`COPY_MIN_WORDS`
+    words of prose, which says nothing either way."""
+    if len(_words(_prose(model))) < COPY_MIN_WORDS:
+        return True
+    return covers(_prose(answer), _prose(model)) >= PROSE_ALIKE
+
 
 def model_answers(rubric: Path) -> dict[str, str]:
     """Each question graded by hand's model answer, from the set's ``rubric.md`` (the paragraphs from
@@ -1042,7 +1077,11 @@ def near_copies(
             and len(_words(answer_text(cells))) >= COPY_MIN_WORDS
         }
         for name, text in texts.items():
-            if q in model and (score := covers(text, model[q])) >= threshold:
+            if (
+                q in model
+                and (score := covers(text, model[q])) >= threshold
+                and copies_prose(text, model[q])
+            ):
                 found.setdefault(name, {})[q] = f"the model answer ({score:.2f})"
             elif q in model:
                 share, words = pasted(text, model[q])
@@ -1060,6 +1099,46 @@ def near_copies(
                             filter(None, (said.get(q), f"{b}'s answer ({score:.2f})"))
                         )
     return found
+
+
+def by_hand_record(out: Path, name: str) -> Path:
+    """Where ``--by-hand`` records the notebooks graded by hand, a list of file names, so that later
+    runs (``--reuse``, a late student's) grade them by hand without the option again."""
+    return out / f"by-hand-{name}.json"
+
+
+def write_hidden_checks(out: Path, name: str) -> Path:
+    """For the grader only: ``OUT/hidden-checks-NAME.md``, every notebook graded so far (the results
+    kept in ``OUT/results/NAME/``) with the messages of its failed hidden checks, per question
+    (:func:`hidden_failures`), to see at a glance where a student went wrong. Never return it: the
+    messages state the hidden inputs and expected values. Written again on every run."""
+    kept = sorted((out / "results" / name).glob("*/results.json"))
+    lines = [
+        f"# {name}: failed hidden checks, for the grader only",
+        "",
+        "Never return this file: a hidden check's message states its inputs and expected values. "
+        "The feedback for students counts these checks and quotes none.",
+        "",
+    ]
+    passed = []
+    for path in kept:
+        failures = hidden_failures(json.loads(path.read_text()))
+        if not failures:
+            passed.append(path.parent.name)
+            continue
+        lines += [f"## {path.parent.name}.ipynb", ""]
+        for q, messages in failures.items():
+            said = "; ".join(m or "(no message)" for m in messages)
+            lines.append(f"- {q}: {len(messages)} failed: {said}")
+        lines.append("")
+    if passed:
+        lines += [
+            "Every hidden check passed: " + ", ".join(f"{s}.ipynb" for s in passed) + ".",
+            "",
+        ]
+    written = out / f"hidden-checks-{name}.md"
+    written.write_text("\n".join(lines))
+    return written
 
 
 def submissions_record(out: Path, name: str) -> Path:
@@ -1466,6 +1545,18 @@ def _zero(mark: str) -> bool:
         return False
 
 
+def report_lines(report: str) -> list[str]:
+    """The feedback's paragraph on the report's items (``report``, as :func:`report_marks` gives
+    them), or none where ``report`` is empty: the same in every feedback file."""
+    if not report:
+        return []
+    return [
+        f"The report ({REPORT[1]}), item by item (the rubric's (a), (b), (c)'s three and (d), "
+        f"each 0, 0.5 or 1; two readings are separated by /): {report}.",
+        "",
+    ]
+
+
 def write_feedback(
     path: Path,
     name: str,
@@ -1551,12 +1642,7 @@ def write_feedback(
                 *(f"- **{q}**: {text}" for q, text in criteria),
                 *([""] if criteria else []),
             ]
-    if report:
-        lines += [
-            f"The report ({REPORT[1]}), item by item (the rubric's (a), (b), (c)'s three and (d), "
-            f"each 0, 0.5 or 1; two readings are separated by /): {report}.",
-            "",
-        ]
+    lines += report_lines(report)
     if any(q not in unanswered for q in (*public_failed, *hidden_failed)):
         lines += [
             'The public checks are those in your notebook: `grader.check("q1")` runs question q1\'s. '
@@ -1632,12 +1718,7 @@ def write_hand_feedback(
         ),
         "",
     ]
-    if report:
-        lines += [
-            f"The report ({REPORT[1]}), item by item (the rubric's (a), (b), (c)'s three and (d), "
-            f"each 0, 0.5 or 1; two readings are separated by /): {report}.",
-            "",
-        ]
+    lines += report_lines(report)
     path.write_text("\n".join(lines))
 
 
@@ -1710,8 +1791,9 @@ def main(argv: list[str] | None = None) -> int:
         metavar="FILE",
         help="a submission otter cannot grade (it runs past --timeout, or is not a notebook): not "
         "run; its gradebook row is yours to fill in, every question's column (an autograded "
-        "question's points by its rubric), and its feedback is written from that row; repeatable, "
-        "and needed on every later run that includes it (--reuse too)",
+        "question's points by its rubric), and its feedback is written from that row; repeatable; "
+        "recorded in OUT/by-hand-NAME.json, so that later runs (--reuse too) grade it by hand "
+        "without the option",
     )
     parser.add_argument(
         "--timeout",
@@ -1736,12 +1818,24 @@ def main(argv: list[str] | None = None) -> int:
         files += sorted(s.glob("*.ipynb")) if s.is_dir() else [s]
     if not files:
         raise SystemExit(f"grade_all: no .ipynb among {[str(s) for s in args.submissions]}")
-    by_hand = {Path(b).name for b in args.by_hand}
-    if stray := sorted(by_hand - {f.name for f in files}):
+    given = {Path(b).name for b in args.by_hand}
+    if stray := sorted(given - {f.name for f in files}):
         raise SystemExit(
             f"grade_all: --by-hand got {stray}, which are not among the submissions given "
             f"({sorted(f.name for f in files)})"
         )
+    hand_record = by_hand_record(args.out, args.name)
+    remembered = set(json.loads(hand_record.read_text())) if hand_record.exists() else set()
+    by_hand = given | (remembered & {f.name for f in files})
+    if recalled := sorted(by_hand - given):
+        print(
+            f"grade_all: graded by hand, as an earlier run's --by-hand recorded in {hand_record}: "
+            f"{recalled} (delete a name there to have otter grade that file again)",
+            file=sys.stderr,
+        )
+    if given - remembered:
+        args.out.mkdir(parents=True, exist_ok=True)
+        hand_record.write_text(json.dumps(sorted(remembered | given), indent=1) + "\n")
     hand_files = [f for f in files if f.name in by_hand]
     questions = read_questions(HERE / args.name / QUESTIONS)
     gradebook = args.out / f"grades-{args.name}.csv"
@@ -1970,6 +2064,9 @@ def main(argv: list[str] | None = None) -> int:
         total = sum(p for p, _ in points.values())
         most = sum(m for _, m in points.values())
         print(f"{f.name}: {total:g} of {_points(most).replace('point', 'autograded point')}")
+    if results:
+        hidden_file = write_hidden_checks(args.out, args.name)
+        print(f"grade_all: for you alone, the failed hidden checks' messages: {hidden_file}")
     if args.collate:
         reruns = {}
         if not args.no_rerun:

@@ -730,6 +730,38 @@ def test_near_copies_of_the_model_answer_or_between_students_are_named(tmp_path,
     assert "**Near-copy: alike the model answer (" in ann and "Near-copy" not in ben, q1b
 
 
+def test_a_derivation_redone_in_own_sentences_is_not_a_near_copy(tmp_path, questions):
+    """A derivation redone in the student's own sentences shares the model answer's formulas, so it
+    holds most of the model's words and symbols (set 2's question 1a, as a reviewing lecturer wrote
+    it: 0.82), but not its prose: it is not named. The model answer with a few words changed still
+    is."""
+    grade_all = problem_sets.grade_all_module()
+    name, qs = "ps2_concentration", questions["ps2_concentration"]
+    rubric = tmp_path / name / "rubric.md"
+    rubric.parent.mkdir()
+    rubric.write_text(problem_sets.rubric(name))
+    model = grade_all.model_answers(rubric)["q1a"]
+    own = (
+        r"Let $\bar N=\frac1L\sum x_ie^{ax_i}$, $\bar Z=\frac1L\sum e^{ax_i}$ with limits $N$, "
+        r"$Z=\lambda/(\lambda-a)$ and $T=N/Z=1/(\lambda-a)$. Linearising the ratio, "
+        r"$T_L-T\approx(\bar N-N-T(\bar Z-Z))/Z=\frac1L\sum_i e^{ax_i}(x_i-T)/Z$, a sample mean of "
+        r"centred terms, hence $C_1=\mathbb E[e^{2aX}(X-T)^2]/Z^2$. Put $c=\lambda-2a$: "
+        r"$\mathbb E[e^{2aX}X^j]=\lambda j!/c^{j+1}$, finite only if $a<\lambda/2$. The numerator "
+        r"is $\lambda(2/c^3-2T/c^2+T^2/c)$ and simplifying gives "
+        r"$C_1(a)=(\lambda^2-2a\lambda+2a^2)/(\lambda(\lambda-2a)^3)$ on $a<\lambda/2$, $+\infty$ "
+        r"for $\lambda/2\le a<\lambda$."
+    )
+    assert grade_all.covers(own, model) >= grade_all.ALIKE, "the formulas alone reach the threshold"
+    assert not grade_all.copies_prose(own, model)
+    files = [_notebook(tmp_path / "ida.ipynb", {"q1a": [("markdown", own)]})]
+    assert grade_all.near_copies(files, qs, {"q1a": model}) == {}
+    copied = model.replace("To\nfirst order", "To first order").replace("a mean", "an average")
+    assert copied != model and grade_all.copies_prose(copied, model)
+    files = [_notebook(tmp_path / "jo.ipynb", {"q1a": [("markdown", copied)]})]
+    found = grade_all.near_copies(files, qs, {"q1a": model})
+    assert found["jo.ipynb"]["q1a"].startswith("the model answer ("), found
+
+
 def test_a_pasted_answer_with_more_added_and_untouched_template_cells(tmp_path, monkeypatch):
     """An answer pasted whole into a longer one (a code cell added below) is a near-copy (how much of
     one the other holds), while two answers that only share the blank set's cells are not, and a

@@ -1063,6 +1063,11 @@ def test_a_late_submission_meets_the_class_and_a_broken_one_is_graded_by_hand(bu
     )
     (subs / "ana.ipynb").write_text(json.dumps(blank))
     out = run_grade_all(built, name, subs, tmp_path, "--completion")
+    # the grader's own file of the failed hidden checks, with their messages
+    hidden = (out / f"hidden-checks-{name}.md").read_text()
+    assert "for the grader only" in hidden and "## ana.ipynb" in hidden, hidden
+    auto = [q["name"] for q in questions if not q["manual"]]
+    assert any(f"- {q}: " in hidden for q in auto) and "failed: " in hidden, hidden
     shutil.copyfile(subs / "ana.ipynb", subs / "eve.ipynb")  # late, and ana's word for word
     done = run_grade_all(built, name, subs / "eve.ipynb", tmp_path, "--completion", check=False)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -1117,7 +1122,15 @@ def test_a_late_submission_meets_the_class_and_a_broken_one_is_graded_by_hand(bu
         f"Total: {total / 2:g} of {total:g} points." in feedback
         and "not marked yet" not in feedback
     )
-    # without --by-hand it is named as before; a --by-hand name that is not given is refused
+    # later runs remember it: without --by-hand it is still graded by hand
+    done = run_grade_all(built, name, subs / "di.ipynb", tmp_path, check=False)
+    assert done.returncode == 0 and "NOT GRADED" not in done.stderr, done.stderr[-2000:]
+    assert "as an earlier run's --by-hand recorded in" in done.stderr, done.stderr[-2000:]
+    # its name deleted from the record, otter tries it again and names it; a --by-hand name that is
+    # not given is refused
+    record = out / f"by-hand-{name}.json"
+    assert json.loads(record.read_text()) == ["di.ipynb"]
+    record.write_text("[]\n")
     done = run_grade_all(built, name, subs / "di.ipynb", tmp_path, check=False)
     assert done.returncode == 1 and "di.ipynb: NOT GRADED" in done.stderr
     done = run_grade_all(
@@ -1858,3 +1871,16 @@ def test_the_rehearsal_grades_a_mock_class_through_the_term(built):
     assert sorted(grades) == ["ada", "ben", "cleo"], grades
     for name in SETS:  # the feedback a student gets, written with the hand marks
         assert len(list((graded / "feedback" / name).glob("*.md"))) == 3, name
+    # the hard cases: their seven steps as expected, and the class of five graded
+    assert "the hard cases too" in proc.stdout, proc.stdout[-2000:]
+    steps = {
+        line.split(": ", 2)[2][0]
+        for line in proc.stdout.splitlines()
+        if line.startswith("rehearse: as expected: ") and line[23].isdigit()
+    }
+    assert steps == set("1234567"), steps
+    assert "NOT as expected" not in proc.stdout, proc.stdout[-3000:]
+    hard = built / "rehearsal" / "hard" / "graded"
+    grades = {r["student"]: r for r in csv.DictReader((hard / "course-grades.csv").open())}
+    assert sorted(grades) == ["ada", "ben", "cleo", "dan", "eve"], grades
+    assert all(r["course_percent"] for r in grades.values()), grades

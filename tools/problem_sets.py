@@ -1102,9 +1102,12 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "`pip install otter-grader==7.0.0 ipykernel torch scipy ./softlin-*.whl` (that index out of reach: "
         "step 1 below says how to bring torch's wheel) |",
         "| before term: rehearse the grading | `python rehearse.py`: a mock class of three (ada, ben, "
-        "cleo) graded through the whole term, each command below run in turn and printed, in two "
-        "to five minutes; it says whether every point and grade is as expected, and leaves the "
-        "gradebooks, feedback, collated answers and course grades in `rehearsal/` to read |",
+        "cleo) graded through the whole term, each command below run in turn and printed, then the "
+        "hard cases (a notebook that cannot be read, graded `--by-hand`; a mark out of range; a "
+        "late copy; a resubmission; a second reader; sets not handed in), in three to six minutes; "
+        "it says whether every point and grade is as expected, and leaves the gradebooks, "
+        "feedback, collated answers and course grades in `rehearsal/` (the hard cases' in "
+        "`rehearsal/hard/`) to read |",
         "| a ten-minute check on set N | `python written_check.py --seed SEED --set N` (SEED: "
         "private, eight digits, new each time) |",
         "| after set N's deadline | `python grade_all.py NAME setN/ --collate --completion` (set 3: "
@@ -1163,8 +1166,8 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "",
         "A notebook that runs past `--timeout` seconds (default 900) is stopped, named and left out, "
         "like one otter cannot read; the exit status is then 1. Grade it by hand: add `--by-hand "
-        "FILE.ipynb` to this run and to every later one that includes it (`--reuse` too). It is "
-        "then never run; its row in the gradebook is yours, every question's column (an autograded "
+        "FILE.ipynb` to this run (`graded/by-hand-NAME.json` remembers it for later runs; delete "
+        "its name there to have otter grade a new version). It is then never run; its row in the gradebook is yours, every question's column (an autograded "
         "question's points by its rubric), and its feedback is written from that row once you run "
         "again.",
         "",
@@ -1266,8 +1269,8 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "- the seeds of your variants and checks, and the checks' keys (written-check-key* and "
         "written-check-set*-key*, here and in each variant-SEED/);",
         "- the book's site folder (it holds every solution, folded); the student site does not;",
-        "- otter's `results.json` files (in `graded/results/`): their output text quotes the hidden "
-        "tests;",
+        "- otter's `results.json` files (in `graded/results/`) and `graded/hidden-checks-NAME.md` "
+        "(each student's failed hidden checks, for you): they quote the hidden tests;",
         "- each set's rubric.md (the points per question and the rubrics of the questions graded by "
         "hand) and oral-checks.md, the bank of the oral check (a question per derivation, each with "
         "a follow-up that changes one input, and how to score them);",

@@ -88,9 +88,6 @@ from build_book import ROOT, chapter_title, lessons
 
 OUTLINES = ROOT / "book" / "slides"
 ITEMS = tuple("title text prf figure caption check exercises section notes".split())
-#: The arXiv v1 number a statement's title gives after the ICML one ("Theorem 5.2; 5.1 in arXiv v1"),
-#: left off the slides.
-ARXIV_V1 = re.compile(r";\s*[\w.]+ in arXiv v1")
 MAX_CHECK_LINES = 6  # a slide shows at most this many printed lines of a check
 FIT_FLOOR = 70  # percent: the smallest type a slide is shrunk to so that it fits its frame
 MIN_FIGURE = 300  # pixels: the smallest height a figure is shrunk to, to leave room
@@ -587,8 +584,7 @@ def _render_slide(lesson: Lesson, r: Renderer, slide: dict, where: str, rel: str
             for label in as_list(value):
                 b = labelled(lesson, label, ("prf:",), where)
                 kind = b.name.split(":", 1)[1].capitalize()
-                # the room reads the ICML numbering alone; the lesson also gives arXiv v1's
-                title = ARXIV_V1.sub("", b.title)
+                title = b.title
                 parts.append(
                     f'<div class="prf {html.escape(b.name.replace(":", "-"))}" data-label="{label}">'
                     f'<p class="prf-title"><span class="prf-kind">{kind}</span> {r.inline(title)}</p>'
