@@ -1237,10 +1237,8 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "",
         "## Sets with other numbers",
         "",
-        "The default sets' answers are public. A variant draws other "
-        "numbers for sets 1 and 2 and other inputs for every hidden test; set 3's questions stay as "
-        "they are (its report carries its grade), and so do most derivations: the site's grading page "
-        '(`book/grading.html`, "Using the sets for grades") says what a variant guards against. To '
+        "The default sets' answers are public; what a variant guards against is on the site's grading "
+        'page (`book/grading.html`, "Using the sets for grades"). To '
         "draw your own: pick a private seed (eight digits) and run `python variants/problem_sets.py "
         "--variant SEED` in this folder, with step 1's installs. It writes `variant-SEED/`, laid out "
         "like this folder (student versions, autograders, rubrics, README, and a written check drawn "
@@ -1318,9 +1316,7 @@ def written_check_lines(out: Path, variant: int | None) -> list[str]:
         "",
         "## The written check",
         "",
-        "Instead of the oral one (the site's grading page, `book/grading.html`): 30 minutes in class, closed "
-        "book, pen and paper; three questions of 4 points, one per set, each a follow-up of the oral "
-        "bank with inputs changed, on at most two A4 pages.",
+        "What it is and when to give it: the site's grading page (`book/grading.html`).",
         "",
         "- The default grading's checks, one set at a time: `python written_check.py --seed SEED --set N` "
         "writes the ten-minute check on set N alone (one A4 page, 4 points: the whole check's "
