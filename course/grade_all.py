@@ -1339,6 +1339,13 @@ def _figure_writer(folder: Path, stem: str):
     return save
 
 
+#: Above each answer of a ``--by-hand`` notebook in the collated files.
+BY_HAND_NOTE = (
+    "Graded by hand (--by-hand): not run; the outputs shown are those saved in the notebook, and its "
+    "row in the gradebook is yours"
+)
+
+
 def write_collated(
     out: Path,
     name: str,
@@ -1348,6 +1355,7 @@ def write_collated(
     reruns: dict[str, dict] | None = None,
     rubric: dict[str, str] | None = None,
     status: dict[str, dict[str, str]] | None = None,
+    by_hand: frozenset[str] = frozenset(),
 ) -> list[Path]:
     """``out/by-question/NAME-qN.md`` (and ``.html``, :func:`collated_html`) for each question graded
     by hand: every submission's answer to
@@ -1359,7 +1367,8 @@ def write_collated(
     differs from the rerun's. With ``rubric`` (:func:`rubric_sections`), each file opens with its
     question's model answer and rubric, folded (an HTML ``<details>``, which Markdown viewers show).
     ``status`` (``--completion``): per file and question, what the completion pass did, shown above
-    the answer ("marked for completion: 1.5", "left for you: ...")."""
+    the answer ("marked for completion: 1.5", "left for you: ..."). ``by_hand``: the files graded
+    ``--by-hand``, said so above each of their answers (not run: the outputs they saved)."""
     copies, reruns, rubric, status = copies or {}, reruns or {}, rubric or {}, status or {}
     folder = out / "by-question"
     folder.mkdir(parents=True, exist_ok=True)
@@ -1399,6 +1408,8 @@ def write_collated(
             ]
             blank = not cells
             lines = [f"{ANSWER_MARK.format(file=file)}", f"## {file}", ""]
+            if file in by_hand:
+                lines += [f"*{BY_HAND_NOTE}*", ""]
             if q["name"] in status.get(file, {}):
                 lines += [f"*Completion: {status[file][q['name']]}.*", ""]
             if q["name"] in copies.get(file, {}):
@@ -1793,7 +1804,8 @@ def main(argv: list[str] | None = None) -> int:
         "run; its gradebook row is yours to fill in, every question's column (an autograded "
         "question's points by its rubric), and its feedback is written from that row; repeatable; "
         "recorded in OUT/by-hand-NAME.json, so that later runs (--reuse too) grade it by hand "
-        "without the option",
+        "without the option; with --collate its answers, where the file can be read, join the "
+        "class's",
     )
     parser.add_argument(
         "--timeout",
@@ -2080,17 +2092,30 @@ def main(argv: list[str] | None = None) -> int:
                     reruns[f.name] = rerun(f, args.name, args.timeout)
                 except NotGraded as exc:
                     print(f"grade_all: {f.name}: {exc}", file=sys.stderr)
+        readable = []  # the notebooks graded by hand whose cells can be read
+        for f in hand_files:
+            try:
+                answers_by_hand(f)
+            except (ValueError, KeyError, TypeError, OSError):
+                print(
+                    f"grade_all: {f.name} (--by-hand) cannot be read as a notebook: not in the "
+                    "collated answers; open it yourself",
+                    file=sys.stderr,
+                )
+            else:
+                readable.append(f)
         written = write_collated(
             args.out,
             args.name,
             questions,
-            files,
+            [*files, *readable],
             copies,
             reruns,
             rubric_sections(HERE / args.name / "rubric.md"),
             completion_status(book, questions, prefill, copies, args, thin_by_file, hedged_by_file)
             if args.completion
             else None,
+            frozenset(f.name for f in readable),
         )
         print(
             f"grade_all: {len(written)} files of answers by question in {args.out / 'by-question'}/"

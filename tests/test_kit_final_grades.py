@@ -728,6 +728,19 @@ def test_near_copies_of_the_model_answer_or_between_students_are_named(tmp_path,
     assert model["q1b"] in head and "**Rubric" in head, head
     ann, ben = q1b.split("## ann.ipynb")[1].split("## ben.ipynb")
     assert "**Near-copy: alike the model answer (" in ann and "Near-copy" not in ben, q1b
+    # a notebook graded --by-hand (one that hung, say) is collated too, and said so
+    written = grade_all.write_collated(
+        tmp_path / "graded",
+        name,
+        qs,
+        files,
+        found,
+        rubric=sections,
+        by_hand=frozenset({"ben.ipynb"}),
+    )
+    q1b = next(p for p in written if p.stem.endswith("-q1b")).read_text()
+    ann, ben = q1b.split("## ann.ipynb")[1].split("## ben.ipynb")
+    assert grade_all.BY_HAND_NOTE in ben and grade_all.BY_HAND_NOTE not in ann, q1b
 
 
 def test_a_derivation_redone_in_own_sentences_is_not_a_near_copy(tmp_path, questions):

@@ -583,7 +583,7 @@ def print_decks(site: Path, out: Path) -> list[dict]:
 #: The folder's README: which PDF is for whom (book/instructor.md, "The kit", says the same).
 README = """# Handouts (A4 PDFs, printed from the built site)
 
-- `syllabus.pdf`: one page, for students, at the first session; `syllabus.md` and `syllabus.html`, the
+- `syllabus.pdf`: one page, for students, with the first reading, a week before session 1; `syllabus.md` and `syllabus.html`, the
   same to edit first (your name, dates, room, weights): open the `.html` in Word, LibreOffice or
   Google Docs, or edit the `.md`.
 - `chain_of_results.pdf`: the paper's results in a chain, two pages, for students.
