@@ -187,7 +187,7 @@ def test_answer_check_accepts_the_key_and_rejects_without_printing_it(capsys):
     assert check(-key) == False
     out = capsys.readouterr().out
     assert "has the wrong sign (its size is right)" in out and "off by" not in out
-    # twice or half the key is named as such: the half-MSE risk against the full MSE
+    # twice or half the key is named as such (a half-MSE risk against the full MSE, say)
     for factor, words in (
         (2.0, "is twice the expected value"),
         (0.5, "is half the expected value"),

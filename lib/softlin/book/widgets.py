@@ -489,8 +489,8 @@ def make_check(
                 ):  # a factor 1/2 lost or doubled
                     if float(np.abs(shaped - factor * want).max()) <= factor * allowed:
                         return (
-                            f"your answer{where} is {words} the expected value (a factor 1/2 "
-                            "lost or added: a half-MSE risk against a full mean squared error?)"
+                            f"your answer{where} is {words} the expected value (a factor 2 "
+                            "lost or added somewhere?)"
                         )
                 asked = "" if digits is None else f"; give {digits} significant digits"
                 return (
