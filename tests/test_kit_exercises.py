@@ -179,9 +179,10 @@ def _type_and_check(form, text: str) -> str:
 @pytest.mark.parametrize("md", LESSONS, ids=page_name)
 def test_the_site_checks_a_numerical_answer_without_a_kernel(offline_page, md):
     """On the built site each exercise whose answer is a number or a few numbers has a box under its
-    check cell (book/_ext/static/softlin-reader.js): for the keys this test can compute, the key
-    rounded to the stated digits is "Correct" (written as a fraction too), an answer 1.5 units of the
-    last digit off is "Not yet", text is refused; and no request leaves the page."""
+        check cell (book/_ext/static/softlin-reader.js): for the keys this test can compute, the key
+        rounded to the stated digits is "Correct" (written as a fraction too), an answer 1.5 units of the
+        last digit off is "Not yet" with the exercise's hint, the key negated, doubled or halved is named
+    as such, the key's first digit alone is "close"; text is refused; and no request leaves the page."""
     from softlin.book.widgets import _as_array, _in_float64
 
     page, html, requests = offline_page
@@ -211,7 +212,18 @@ def test_the_site_checks_a_numerical_answer_without_a_kernel(offline_page, md):
         assert _type_and_check(form, rounded).startswith("Correct"), (label, rounded)
         written = f"({rounded})" if key.size > 1 else rounded.replace("-", "\u2212")
         assert _type_and_check(form, written).startswith("Correct"), (label, written)
-        assert _type_and_check(form, moved).startswith("Not yet"), (label, moved)
+        said = _type_and_check(form, moved)
+        assert said.startswith("Not yet") and KEYS[label].hint in said, (label, moved, said)
+        # a wrong answer is told what the notebook would say of it, where a hash can tell
+        for factor, words in ((-1.0, "wrong sign"), (2.0, "twice"), (0.5, "half")):
+            slip = factor * key
+            slip_unit = 10.0 ** (np.floor(np.log10(np.abs(slip).max())) - KEYS[label].digits + 1)
+            typed = ", ".join(f"{x:.12g}" for x in np.floor(slip / slip_unit + 0.5) * slip_unit)
+            assert words in _type_and_check(form, typed), (label, typed, words)
+        near_unit = unit * 10 ** (KEYS[label].digits - 1)  # the first significant digit alone
+        near = ", ".join(f"{x:.12g}" for x in np.floor(key / near_unit + 0.5) * near_unit)
+        said = _type_and_check(form, near)
+        assert said.startswith(("Correct", "Not yet: close")), (label, near, said)
         if key.size == 1:  # a fraction is its value: "5/3" as well as 1.667
             fraction = f"{round(float(rounded) * 10**6)}/1000000"
             assert _type_and_check(form, fraction).startswith("Correct"), (label, fraction)

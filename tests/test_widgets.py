@@ -347,12 +347,58 @@ def test_a_labelled_key_is_the_same_whatever_torch_default_dtype(capsys):
     capsys.readouterr()
 
 
+def _box_rounds(box: dict, numbers, tag: str, q, digest: str) -> bool:
+    ints = [int(np.floor(x / 10.0 ** int(q) + 0.5)) for x in np.ravel(numbers)]
+    return widgets._fnv1a(f"{box['label']}:{tag}{','.join(map(str, ints))}") == digest
+
+
 def _box_accepts(box: dict, numbers) -> bool:
     """The site's answer box (book/_ext/static/softlin-reader.js, item 6), in Python: the numbers
     typed, rounded to the box's unit, hash to the box's hash."""
-    q = int(box["q"])
-    ints = [int(np.floor(x / 10.0**q + 0.5)) for x in np.ravel(numbers)]
-    return widgets._fnv1a(f"{box['label']}:{','.join(map(str, ints))}") == box["hash"]
+    return _box_rounds(box, numbers, "", box["q"], box["hash"])
+
+
+def _box_says(box: dict, numbers) -> str:
+    """What the site's box tells a wrong answer, in Python: a slip's tag ("sign:", "twice:",
+    "half:"), "near<k>:" for the first k significant digits right, or "" (nothing more to say)."""
+    for slip in box["slips"].split(";"):
+        tag, q, digest = slip.split(" ")
+        if _box_rounds(box, numbers, tag, q, digest):
+            return tag
+    for i, near in enumerate(box["near"].split(";") if box["near"] else []):
+        k = int(box["digits"]) - 1 - i
+        q, digest = near.split(" ")
+        if _box_rounds(box, numbers, f"near{k}:", q, digest):
+            return f"near{k}:"
+    return ""
+
+
+@pytest.mark.parametrize("key", [0.19865241, -85.6667, 241.358, [0.5423, 0.19244], [2.5, -0.0123]])
+def test_the_answer_box_names_a_slip_and_a_near_answer_without_the_key(key):
+    """A wrong answer in the site's box is told what the notebook's check says of it where a hash
+    can tell: the key negated, doubled or halved (each rounded to the asked digits) is named, the key
+    rounded to 2 or 1 significant digits is "near" at that many, and an answer 1.5 units off at the
+    last digit but right at 2 digits is near at 2. No datum of the box holds the key's digits."""
+    key = np.asarray(key, float)
+    box = widgets.answer_box("ex-demo", key, 3, hint="Hint: look again.")
+    assert box["hint"] == "Hint: look again."
+
+    def at(x, digits):  # x rounded to `digits` significant digits of its largest entry
+        unit = 10.0 ** (np.floor(np.log10(np.abs(x).max())) - digits + 1)
+        return np.floor(x / unit + 0.5) * unit  # half up, as the box rounds (np.round: half even)
+
+    assert _box_says(box, at(-key, 3)) == "sign:"
+    assert _box_says(box, at(2 * key, 3)) == "twice:"
+    assert _box_says(box, at(key / 2, 3)) == "half:"
+    two, one = at(key, 2), at(key, 1)  # "0.2" for 0.19865 is also 0.20: right at 2 digits
+    assert _box_accepts(box, two) or _box_says(box, two) == "near2:", (two, _box_says(box, two))
+    assert _box_accepts(box, one) or _box_says(box, one) in ("near1:", "near2:"), one
+    unit = 10.0 ** int(box["q"])
+    truncated = np.trunc(key / unit - 0.5 * np.sign(key)) * unit  # a last digit lost to truncation
+    assert _box_accepts(box, truncated) or _box_says(box, truncated).startswith("near"), truncated
+    assert _box_says(box, 3.7 * key + 1.0) == ""  # nothing to say of an unrelated answer
+    digits_of_key = {f"{abs(x):.3g}".replace(".", "").lstrip("0")[:3] for x in key.ravel()}
+    assert not any(d in str(box) for d in digits_of_key if len(d) == 3), (digits_of_key, box)
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,9 @@
    6. An exercise whose answer is a number or a few numbers gets a box under its check cell, so that a
       reader of the site, with no kernel, can check an answer: the cell's output carries a hash of the
       key rounded as the exercise asks (softlin.book.widgets.answer_box), not the key, and the box says
-      whether the numbers typed round to the same digits. */
+      whether the numbers typed round to the same digits; a wrong answer is told what the notebook's
+      check would say where a hash can tell (wrong sign, twice or half, right to fewer digits) and the
+      exercise's hint. */
 (function () {
   "use strict";
 
@@ -219,10 +221,39 @@
           verdict.className = "softlin-answer-verdict softlin-answer-no";
           return;
         }
-        var ints = numbers.map(function (x) { return Math.floor(x / Math.pow(10, q) + 0.5); });
-        var right = fnv1a(d.label + ":" + ints.join(",")) === d.hash;
+        // the typed numbers, rounded at unit 10^qq, hash to h under tag (softlin.book.widgets._rounded_hash)
+        function rounds(tag, qq, h) {
+          var ints = numbers.map(function (x) { return Math.floor(x / Math.pow(10, qq) + 0.5); });
+          return fnv1a(d.label + ":" + tag + ints.join(",")) === h;
+        }
+        var right = rounds("", q, d.hash);
+        var said = "that does not round to the answer at " + d.digits + " significant digits";
+        // what the notebook's check would say where a hash can tell: a slip (sign, factor 2) ...
+        var slipWords = {"sign:": "the wrong sign (its size is right)",
+          "twice:": "twice the expected value (a factor 2 lost or added somewhere?)",
+          "half:": "half the expected value (a factor 2 lost or added somewhere?)"};
+        var slipped = (d.slips ? d.slips.split(";") : []).some(function (s) {
+          var f = s.split(" ");
+          if (!right && rounds(f[0], parseInt(f[1], 10), f[2])) {
+            said = "your answer " + (f[0] === "sign:" ? "has " : "is ") + slipWords[f[0]];
+            return true;
+          }
+          return false;
+        });
+        // ... or the first k significant digits right, k < digits (near: "q hash" for k = digits-1 .. 1)
+        if (!right && !slipped) {
+          (d.near ? d.near.split(";") : []).some(function (s, i) {
+            var f = s.split(" "), k = parseInt(d.digits, 10) - 1 - i;
+            if (rounds("near" + k + ":", parseInt(f[0], 10), f[1])) {
+              said = "close: that rounds to the answer at " + k + " significant digit" + (k === 1 ? "" : "s") +
+                ", not at " + d.digits + " (keep more digits in the computation, and round only at the end)";
+              return true;
+            }
+            return false;
+          });
+        }
         verdict.textContent = right ? "Correct (to " + d.digits + " significant digits)." :
-          "Not yet: that does not round to the answer at " + d.digits + " significant digits.";
+          "Not yet: " + said + "." + (d.hint ? " " + d.hint : "");
         verdict.className = "softlin-answer-verdict " + (right ? "softlin-answer-yes" : "softlin-answer-no");
       });
       note.textContent = "Type your answer in the box below and press Check (in Colab or Jupyter: " +

@@ -265,39 +265,81 @@ def _fnv1a(text: str) -> str:
     return format(h, "x")
 
 
-def answer_box(label: str, key, digits: int, what: str = "") -> dict[str, str]:
-    """The data of the site's answer box for exercise ``label``: a hash of the key rounded to
-    ``digits`` significant digits, not the key. ``what`` names the value asked for when the
-    exercise's answer is a function and the box asks for one of its values ("C(0.5)").
+def _rounded_hash(label: str, tag: str, values, digits: int) -> tuple[int, str]:
+    """The unit exponent ``q`` of ``values`` at ``digits`` significant digits (of the largest entry),
+    and the hash of ``"label:tag:n1,n2,..."``, each ``n = floor(x / 10**q + 0.5)``."""
+    q = math.floor(math.log10(max(abs(v) for v in values))) - digits + 1
+    ints = [math.floor(v / 10.0**q + 0.5) for v in values]
+    return q, _fnv1a(f"{label}:{tag}{','.join(map(str, ints))}")
+
+
+#: The wrong answers the site's box names, as :func:`make_check` does in a notebook: (tag, factor, words).
+BOX_SLIPS = (
+    ("sign:", -1.0, "your answer has the wrong sign (its size is right)"),
+    (
+        "twice:",
+        2.0,
+        "your answer is twice the expected value (a factor 2 lost or added somewhere?)",
+    ),
+    ("half:", 0.5, "your answer is half the expected value (a factor 2 lost or added somewhere?)"),
+)
+
+
+def answer_box(label: str, key, digits: int, what: str = "", hint: str = "") -> dict[str, str]:
+    """The data of the site's answer box for exercise ``label``: hashes of the key rounded to
+    ``digits`` significant digits and of a few named wrong answers, never the key. ``what`` names the
+    value asked for when the exercise's answer is a function and the box asks for one of its values
+    ("C(0.5)"); ``hint`` is the exercise's hint, shown under a wrong answer as the notebook shows it.
 
     The rounding unit is ``10**q`` with ``q = floor(log10 max|key|) - digits + 1``, the unit whose half
     the notebook's check allows; each entry ``x`` becomes ``floor(x / 10**q + 0.5)``, and the box
     (``softlin-reader.js`` on the site) accepts the numbers a reader types when they round to the same
     integers. So the box accepts the key rounded as the exercise asks, and rejects an answer off by a
-    unit of the last asked digit. Like the check cell, it answers only right or wrong: anyone can find
-    the key by trying values, but it is not written in the page.
+    unit of the last asked digit. A wrong answer gets what the notebook's check would say of it where
+    a hash can tell: the key with the wrong sign, twice or half the key (:data:`BOX_SLIPS`, each
+    rounded at its own unit), or the key's first ``k < digits`` significant digits right ("close"). As
+    in the notebook, anyone can find the key by trying values, but it is not written in the page.
 
     Returns the ``data-`` attributes: ``label``, ``size`` (the number of entries), ``digits``, ``q``
-    and ``hash`` (:func:`_fnv1a` of ``"label:n1,n2,..."``), and ``what`` when given.
+    and ``hash`` (:func:`_fnv1a` of ``"label:n1,n2,..."``); ``slips`` (``tag q hash`` for each of
+    :data:`BOX_SLIPS`, separated by ``;``), ``near`` (``q hash`` at ``digits - 1``, ..., 1 significant
+    digits, separated by ``;``); ``what`` and ``hint`` when given.
+
+    Raises
+    ------
+    ValueError if ``key`` is empty, not finite or all zero, or ``digits`` is not a positive int;
+    TypeError if ``label``, ``what`` or ``hint`` is not a str.
     """
     import numpy as np
 
     check_str("label", label)
     check_positive_int("digits", digits)
-    if not isinstance(what, str):
-        raise TypeError(f"what must be a str naming the value asked for, got {what!r}")
+    for name, text in (("what", what), ("hint", hint)):
+        if not isinstance(text, str):
+            raise TypeError(f"{name} must be a str, got {text!r}")
     values = np.asarray(key, float).ravel()
     if values.size == 0 or not np.all(np.isfinite(values)) or not np.any(values):
         raise ValueError(f"key must hold finite numbers, not all zero; got {values.tolist()}")
-    q = math.floor(math.log10(float(np.abs(values).max()))) - digits + 1
-    ints = [math.floor(v / 10.0**q + 0.5) for v in values]
+    values = [float(v) for v in values]
+    q, digest = _rounded_hash(label, "", values, digits)
+    slips = [
+        f"{tag} {' '.join(map(str, _rounded_hash(label, tag, [f * v for v in values], digits)))}"
+        for tag, f, _ in BOX_SLIPS
+    ]
+    near = [
+        " ".join(map(str, _rounded_hash(label, f"near{k}:", values, k)))
+        for k in range(digits - 1, 0, -1)
+    ]
     return {
         "label": label,
-        "size": str(values.size),
+        "size": str(len(values)),
         "digits": str(digits),
         "q": str(q),
-        "hash": _fnv1a(f"{label}:{','.join(map(str, ints))}"),
+        "hash": digest,
+        "slips": ";".join(slips),
+        "near": ";".join(near),
         **({"what": what} if what else {}),
+        **({"hint": hint} if hint else {}),
     }
 
 
@@ -366,12 +408,16 @@ def answer_check(
             )
         compute = functools.partial(_in_float64, key.compute, **objects)
         if args[0] is None and key.inputs is None and key.digits is not None:
-            _no_answer_yet(NO_ANSWER, answer_box(expected, _as_array(compute()), key.digits))
+            _no_answer_yet(
+                NO_ANSWER, answer_box(expected, _as_array(compute()), key.digits, hint=key.hint)
+            )
             return _Verdict(False)
         if args[0] is None and key.site_at is not None and key.digits is not None:
             # a function answer: the site's box asks for the one value the exercise names
             value = _as_array(compute(*key.site_at))
-            _no_answer_yet(NO_ANSWER, answer_box(expected, value, key.digits, key.site_what))
+            _no_answer_yet(
+                NO_ANSWER, answer_box(expected, value, key.digits, key.site_what, key.hint)
+            )
             return _Verdict(False)
         check = make_check(
             compute,
