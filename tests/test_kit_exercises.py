@@ -182,7 +182,7 @@ def test_the_site_checks_a_numerical_answer_without_a_kernel(offline_page, md):
         check cell (book/_ext/static/softlin-reader.js): for the keys this test can compute, the key
         rounded to the stated digits is "Correct" (written as a fraction too), an answer 1.5 units of the
         last digit off is "Not yet" with the exercise's hint, the key negated, doubled or halved is named
-    as such, the key's first digit alone is "close"; text is refused; and no request leaves the page."""
+    as such, the key to one digit fewer than asked is "close"; text is refused; and no request leaves the page."""
     from softlin.book.widgets import _as_array, _in_float64
 
     page, html, requests = offline_page
@@ -220,7 +220,7 @@ def test_the_site_checks_a_numerical_answer_without_a_kernel(offline_page, md):
             slip_unit = 10.0 ** (np.floor(np.log10(np.abs(slip).max())) - KEYS[label].digits + 1)
             typed = ", ".join(f"{x:.12g}" for x in np.floor(slip / slip_unit + 0.5) * slip_unit)
             assert words in _type_and_check(form, typed), (label, typed, words)
-        near_unit = unit * 10 ** (KEYS[label].digits - 1)  # the first significant digit alone
+        near_unit = unit * 10  # one significant digit fewer than asked
         near = ", ".join(f"{x:.12g}" for x in np.floor(key / near_unit + 0.5) * near_unit)
         said = _type_and_check(form, near)
         assert said.startswith(("Correct", "Not yet: close")), (label, near, said)

@@ -240,13 +240,13 @@
           }
           return false;
         });
-        // ... or the first k significant digits right, k < digits (near: "q hash" for k = digits-1 .. 1)
+        // ... or right to one significant digit fewer than asked (near: "q hash" at k = digits - 1)
         if (!right && !slipped) {
           (d.near ? d.near.split(";") : []).some(function (s, i) {
             var f = s.split(" "), k = parseInt(d.digits, 10) - 1 - i;
             if (rounds("near" + k + ":", parseInt(f[0], 10), f[1])) {
-              said = "close: that rounds to the answer at " + k + " significant digit" + (k === 1 ? "" : "s") +
-                ", not at " + d.digits + " (keep more digits in the computation, and round only at the end)";
+              said = "close: that agrees with the answer to " + k + " significant digit" + (k === 1 ? "" : "s") +
+                " but not to " + d.digits + " (a slip in the last digit, or a small term missing?)";
               return true;
             }
             return false;

@@ -297,13 +297,15 @@ def answer_box(label: str, key, digits: int, what: str = "", hint: str = "") -> 
     integers. So the box accepts the key rounded as the exercise asks, and rejects an answer off by a
     unit of the last asked digit. A wrong answer gets what the notebook's check would say of it where
     a hash can tell: the key with the wrong sign, twice or half the key (:data:`BOX_SLIPS`, each
-    rounded at its own unit), or the key's first ``k < digits`` significant digits right ("close"). As
-    in the notebook, anyone can find the key by trying values, but it is not written in the page.
+    rounded at its own unit), or the key right to ``digits - 1`` significant digits but not ``digits``
+    ("close": a slip in the last digit, or a small term missing; an answer right to fewer digits only
+    may be wrong in its idea, and gets no more than the hint). As in the notebook, anyone can find the
+    key by trying values, but it is not written in the page.
 
     Returns the ``data-`` attributes: ``label``, ``size`` (the number of entries), ``digits``, ``q``
     and ``hash`` (:func:`_fnv1a` of ``"label:n1,n2,..."``); ``slips`` (``tag q hash`` for each of
-    :data:`BOX_SLIPS`, separated by ``;``), ``near`` (``q hash`` at ``digits - 1``, ..., 1 significant
-    digits, separated by ``;``); ``what`` and ``hint`` when given.
+    :data:`BOX_SLIPS`, separated by ``;``), ``near`` (``q hash`` at ``digits - 1`` significant digits;
+    empty when ``digits`` is 1); ``what`` and ``hint`` when given.
 
     Raises
     ------
@@ -326,9 +328,9 @@ def answer_box(label: str, key, digits: int, what: str = "", hint: str = "") -> 
         f"{tag} {' '.join(map(str, _rounded_hash(label, tag, [f * v for v in values], digits)))}"
         for tag, f, _ in BOX_SLIPS
     ]
-    near = [
+    near = [  # one digit short of the asked precision: fewer digits right says little
         " ".join(map(str, _rounded_hash(label, f"near{k}:", values, k)))
-        for k in range(digits - 1, 0, -1)
+        for k in range(digits - 1, max(digits - 2, 0), -1)
     ]
     return {
         "label": label,
