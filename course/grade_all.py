@@ -836,7 +836,11 @@ HEDGES = (
     "dont know",
     "do not know",
     "not certain",
+    "not confident",
     "i guess",
+    "i think",
+    "i believe",
+    "maybe",
     "todo",
 )
 
@@ -867,18 +871,83 @@ def off_topic(cells: list[dict], model: str) -> bool:
     return len(named) < min(ON_TOPIC_TERMS, len(terms))
 
 
+#: The words by which a question graded by hand asks for a derivation, in its heading
+#: ("**Question 3a (1.5 points, graded by hand): show your derivation.**").
+DERIVATION = re.compile(r"show your derivation|derive", re.I)
+
+
+def derivation_questions(notebook: Path | dict) -> set[str]:
+    """The questions of ``notebook`` whose prompt (the cell that opens with otter's ``BEGIN
+    QUESTION`` marker) asks for a derivation in its heading's line (:data:`DERIVATION`)."""
+    nb = notebook if isinstance(notebook, dict) else json.loads(notebook.read_text())
+    found = set()
+    for cell in nb["cells"]:
+        text = "".join(cell.get("source", []))
+        if BEGIN in text:
+            prompt = text.split(BEGIN, 1)[1].strip()
+            heading = HEADING.search(prompt)
+            if heading and DERIVATION.search(prompt.splitlines()[0] if prompt else ""):
+                found.add(f"q{heading[1]}")
+    return found
+
+
+def formula_free(cells: list[dict]) -> bool:
+    """Whether an answer holds no formula at all: no ``$``, no ``=`` or ``<``/``>`` in its prose,
+    no code. A derivation needs at least one: ``--completion`` leaves such an answer to a question
+    that asks for one (:func:`derivation_questions`) for the grader to read."""
+    text = answer_text([c for c in cells if c.get("cell_type") != "code"])
+    code = answered([c for c in cells if c.get("cell_type") == "code"])
+    return not code and not re.search(r"[$=<>≤≥]", text)
+
+
+#: A phrase that a rubric quotes as earning no credit ('No credit for "the settings differ"') is
+#: looked for in the answers when it has at least this many words (a bare "yes" is not).
+NO_CREDIT_WORDS = 3
+
+
+def no_credit_phrases(rubric: Path) -> dict[str, list[str]]:
+    """The phrases each question's rubric quotes as earning no credit, in lower case: the quoted
+    phrases ("...") after "No credit" in its paragraphs, of :data:`NO_CREDIT_WORDS` words or more.
+    ``{}`` where the file is missing."""
+    found = {}
+    for q, body in rubric_sections(rubric).items():
+        phrases = []
+        for paragraph in re.split(r"\n\s*\n", body):
+            _, said, rest = " ".join(paragraph.split()).partition("No credit")
+            quoted = re.findall(r'"([^"]+)"|\u201c([^\u201d]+)\u201d', rest) if said else []
+            phrases += [
+                "".join(pair).lower()
+                for pair in quoted
+                if len("".join(pair).split()) >= NO_CREDIT_WORDS
+            ]
+        if phrases:
+            found[q] = phrases
+    return found
+
+
+def says_no_credit(cells: list[dict], phrases: list[str]) -> str:
+    """The first of ``phrases`` (:func:`no_credit_phrases`) that the answer holds, any case and
+    spacing, or ``""``."""
+    text = " ".join(answer_text(cells).lower().replace("\u2019", "'").split())
+    return next((p for p in phrases if " ".join(p.split()) in text), "")
+
+
 def completion_marks(
     notebook: Path,
     questions: list[dict],
     skip: tuple[str, ...] = (),
     model: dict[str, str] | None = None,
+    no_credit: dict[str, list[str]] | None = None,
 ) -> dict[str, str]:
     """Hand marks for completion (the default grading of book/grading.md, ``--completion``): each
     question graded by hand, but those in ``skip``, gets its full points when :func:`answered`, else 0;
     a :func:`thin` answer gets no mark, for the grader to read and mark (:func:`thin_answers` names
-    them), nor one that says it is unsure (:func:`hedged`), nor, where ``model`` (:func:`model_answers`) has the question's model answer, one that
-    names too few of its terms (:func:`off_topic`: filler). They are a first pass for the grader to
-    read over, not a judgement of the work."""
+    them), nor one that says it is unsure (:func:`hedged`), nor one with no formula to a question
+    that asks for a derivation (:func:`formula_free`, :func:`derivation_questions`), nor one that
+    holds a phrase its rubric quotes as earning no credit (``no_credit``,
+    :func:`no_credit_phrases`), nor, where ``model`` (:func:`model_answers`) has the question's
+    model answer, one that names too few of its terms (:func:`off_topic`: filler). They are a first
+    pass for the grader to read over, not a judgement of the work."""
     unknown = sorted(set(skip) - {q["name"] for q in questions if q["manual"]})
     if unknown:
         raise SystemExit(
@@ -886,6 +955,7 @@ def completion_marks(
             f"set: {[q['name'] for q in questions if q['manual']]}"
         )
     answers = answers_by_hand(notebook)
+    derivations = derivation_questions(notebook)
     marks = {}
     for q in questions:
         if q["manual"] and q["name"] not in skip:
@@ -895,6 +965,8 @@ def completion_marks(
             elif (
                 not thin(cells)
                 and not hedged(cells)
+                and not (q["name"] in derivations and formula_free(cells))
+                and not says_no_credit(cells, (no_credit or {}).get(q["name"], []))
                 and not (model and q["name"] in model and off_topic(cells, model[q["name"]]))
             ):
                 marks[q["name"]] = f"{float(q['points']):g}"
@@ -1007,11 +1079,12 @@ def alike(a: str, b: str) -> float:
 
 def similar(a: str, b: str) -> float:
     """How alike two students' answers are for a near-copy flag: :func:`alike`, or, where both have
-    at least twice :data:`COPY_MIN_WORDS` words and symbols, how much of one the other holds
-    (:func:`covers`, each way): an answer pasted whole into a longer one (a code cell added below)
-    scores 1."""
+    at least twice :data:`COPY_MIN_WORDS` words and numbers (punctuation and a formula's signs not
+    counted), how much of one the other holds (:func:`covers`, each way): an answer pasted whole
+    into a longer one (a code cell added below) scores 1, while a one-line result that a longer
+    derivation also reaches (``E e^{aX} = 2/(2-a), so T = 1/(2-a)``) is too short to be held."""
     score = alike(a, b)
-    if min(len(_words(a)), len(_words(b))) >= 2 * COPY_MIN_WORDS:
+    if min(len(re.findall(r"\w+", a)), len(re.findall(r"\w+", b))) >= 2 * COPY_MIN_WORDS:
         score = max(score, covers(a, b), covers(b, a))
     return score
 
@@ -1880,8 +1953,12 @@ def main(argv: list[str] | None = None) -> int:
     graded = {f: feedback(r) for f, r in results.items()}
     rows = [(f.name, {q: p for q, (p, _) in g[0].items()}) for f, g in graded.items()]
     model = model_answers(HERE / args.name / "rubric.md")
+    no_credit = no_credit_phrases(HERE / args.name / "rubric.md")
     prefill = (
-        {f.name: completion_marks(f, questions, tuple(args.except_question), model) for f in files}
+        {
+            f.name: completion_marks(f, questions, tuple(args.except_question), model, no_credit)
+            for f in files
+        }
         if args.completion
         else None
     )

@@ -542,14 +542,20 @@ def test_completion_leaves_unsure_answers_and_labels_its_marks_in_the_feedback(t
         "The best scale balances the tilt against the read-out, and I think the ratio depends on "
         "the dimension only, but I am not sure why the trace factors out of the bracket here."
     )
-    sure = long_unsure.replace("but I am not sure why", "because")
+    sure = long_unsure.replace("and I think", "and").replace("but I am not sure why", "because")
     nb = _notebook(tmp_path / "una.ipynb", {"q3a": [("markdown", long_unsure)]})
     assert grade_all.hedged([{"cell_type": "markdown", "source": long_unsure}]) == "not sure"
     assert "q3a" not in grade_all.completion_marks(nb, qs, skip=("q5",))
     nb = _notebook(tmp_path / "una.ipynb", {"q3a": [("markdown", sure)]})
     assert grade_all.hedged([{"cell_type": "markdown", "source": sure}]) == ""
     assert grade_all.completion_marks(nb, qs, skip=("q5",))["q3a"] != ""
-    for text in ("I don\u2019t know how to finish.", "TODO: the second part", "No idea, sorry"):
+    for text in (
+        "I don\u2019t know how to finish.",
+        "TODO: the second part",
+        "No idea, sorry",
+        "I think the ratio depends on d alone.",
+        "Maybe the trace factors out.",
+    ):
         assert grade_all.hedged([{"cell_type": "markdown", "source": text}]), text
     # "pseudo" and "notice" hold no hedge: words are matched whole
     assert not grade_all.hedged(
@@ -773,6 +779,60 @@ def test_a_derivation_redone_in_own_sentences_is_not_a_near_copy(tmp_path, quest
     files = [_notebook(tmp_path / "jo.ipynb", {"q1a": [("markdown", copied)]})]
     found = grade_all.near_copies(files, qs, {"q1a": model})
     assert found["jo.ipynb"]["q1a"].startswith("the model answer ("), found
+
+
+def test_completion_leaves_a_derivation_without_a_formula_and_a_no_credit_phrase(
+    tmp_path, questions
+):
+    """--completion leaves for the grader an answer with no formula (no $, =, < or >, no code) to a
+    question whose heading asks for a derivation, and an answer holding a phrase its rubric quotes as
+    earning no credit (of three words or more); a derivation with one formula, and a prose answer to
+    a question that asks for none, still get their points. A one-line result that a longer answer
+    also reaches is not "alike" it (too short to be held), while a pasted answer still is."""
+    grade_all = problem_sets.grade_all_module()
+    qs = questions["ps3_regression"]
+    prose = (
+        "The risk is a polynomial in alpha, and the largest start is where it crosses the risk at "
+        "the origin, found from the two roots of that polynomial."
+    )
+    formula = (
+        prose
+        + " With $p(\\alpha) = R_\\infty(\\alpha\\Pi, \\alpha) - R_\\infty(0, 0)$, it is $p = 0$."
+    )
+
+    def marks(text, heading="show your derivation", no_credit=None):
+        path = _notebook(tmp_path / "kim.ipynb", {"q3a": [("markdown", text)]})
+        nb = json.loads(path.read_text())
+        nb["cells"][0]["source"] = nb["cells"][0]["source"].replace(
+            "(1 point, graded by hand).**", f"(1 point, graded by hand): {heading}.**"
+        )
+        path.write_text(json.dumps(nb))
+        assert ("q3a" in grade_all.derivation_questions(path)) is (heading != "why it helps")
+        return grade_all.completion_marks(path, qs, skip=("q5",), no_credit=no_credit)
+
+    assert grade_all.formula_free([{"cell_type": "markdown", "source": prose}])
+    assert "q3a" not in marks(prose), "a derivation with no formula was marked complete"
+    assert marks(formula)["q3a"] != "", "a derivation with a formula was left unmarked"
+    assert marks(prose, heading="why it helps")["q3a"] != "", "a prose answer left unmarked"
+    # the rubric's no-credit phrases, read from a rubric.md; two words or fewer are not looked for
+    rubric = tmp_path / "rubric.md"
+    rubric.write_text(
+        "## q3a\n\n**Model answer.** ...\n\n**Rubric (1 point).** Full credit: the roots. No credit "
+        'for "the settings differ" without saying how, nor "yes".\n'
+    )
+    phrases = grade_all.no_credit_phrases(rubric)
+    assert phrases == {"q3a": ["the settings differ"]}, phrases
+    said = prose + " In short, the settings differ."
+    assert "q3a" not in marks(said, heading="why it helps", no_credit=phrases)
+    assert marks(prose, heading="why it helps", no_credit=phrases)["q3a"] != ""
+    # near-copies: a one-line result inside a longer derivation is not a copy of it
+    short = "E e^{aX}=2/(2-a) so T=1/(2-a)"
+    longer = (
+        "For exponential tokens of rate 2 the moment generating function is E e^{aX} = 2/(2-a) for "
+        "a < 2, so the log-MGF is log 2 - log(2-a) and its derivative gives T = 1/(2-a)."
+    )
+    assert grade_all.similar(short, longer) < grade_all.ALIKE
+    assert grade_all.similar(longer + "\nprint(1 / (2 - 0.5))", longer) == 1.0
 
 
 def test_a_pasted_answer_with_more_added_and_untouched_template_cells(tmp_path, monkeypatch):

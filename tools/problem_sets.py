@@ -1194,7 +1194,11 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "code;",
         "  - one that names fewer than two of the model answer's terms, filler such as "
         '"I used autograd and it works";',
-        '  - one that says it is unsure ("not sure", "I don\'t know", "TODO"), however long;',
+        '  - one that says it is unsure ("not sure", "I don\'t know", "I think", "maybe", "TODO"), '
+        "however long;",
+        "  - an answer with no formula (no `$`, `=`, `<` or `>`, no code) to a question that asks "
+        'for a derivation ("show your derivation"), and one that holds a phrase its rubric quotes '
+        'as earning no credit ("softmax becomes linear for long prompts");',
         "  - a near-copy (also named by `--collate`): an answer that holds the set's model answer, or "
         "half of it or more (the solutions are public), or two students' answers much alike. Each is "
         "flagged in the collated file, for you to read (a flag is not a verdict).",
