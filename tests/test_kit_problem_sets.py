@@ -864,7 +864,8 @@ def test_grade_all_writes_a_gradebook_and_feedback_without_the_tests(built, tmp_
                 cell["source"] = (
                     f"My own answer, part {k}: I wrote this from the lesson's argument, in words "
                     f"that are mine, about {', '.join(terms) or 'the report'}, with the steps that "
-                    "I needed to convince myself."
+                    "I needed to convince myself, the first of them $T = \\Lambda'(a)$ (a "
+                    "derivation shows a formula: one with none is left for the grader)."
                 )
     # the blank set with one answer of filler (not own's other answers: two students' answers
     # alike are near-copies, left unmarked)

@@ -1162,7 +1162,9 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "and any error it raised), to mark it across the class. It runs each notebook again first "
         "and shows what its code prints now: a cell that raises on rerun, or whose saved output it "
         "does not reproduce (the report's computation, say), is flagged above the answer "
-        "(`--no-rerun` shows the saved outputs alone).",
+        "(`--no-rerun` shows the saved outputs alone). The reruns take about as long as otter's "
+        "own runs (set 3: about a minute a notebook, more where a report computes for minutes): "
+        "`--no-rerun` saves that time for a large class.",
         "",
         "A notebook that runs past `--timeout` seconds (default 900) is stopped, named and left out, "
         "like one otter cannot read; the exit status is then 1. Grade it by hand: add `--by-hand "
