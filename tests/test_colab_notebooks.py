@@ -88,6 +88,11 @@ def test_the_colab_notebook_has_no_myst_left_and_keeps_every_statement(md, conve
     assert [c.source for c in code[1:]] == [
         c.source for c in source.cells if c.cell_type == "code"
     ][1:], "code cells other than the setup cell must not change"
+    # the code the site folds (hide-input, hide-cell) is folded in Colab and JupyterLab too
+    for cell in code[1:]:
+        folded = bool(cn.FOLDED_TAGS & set(cn.tags(cell)))
+        assert (cell.metadata.get("cellView") == "form") is folded, (md.stem, cell.source[:60])
+        assert cell.metadata.get("jupyter", {}).get("source_hidden", False) is folded
     converted = flat(markdown(nb))
     missing = []
     for cell in source.cells:

@@ -591,6 +591,8 @@ class Converter:
                 continue
             if cell.cell_type == "code" and cell.source.lstrip().startswith(SETUP_MARK):
                 cell.source = self.setup_source(cell.source, page)
+            if cell.cell_type == "code" and FOLDED_TAGS & set(tags(cell)):
+                fold_code(cell)
             cells.append(cell)
             if shows_figure(cell):
                 cells.append(self.caption_cell(cell, page, state))
@@ -605,6 +607,19 @@ class Converter:
         if left:
             raise ValueError(f"{page}: MyST left after conversion: {left[:5]}")
         return nb
+
+
+#: The tags of a code cell whose code the site folds away (its output shown): a plain front end
+#: folds it too (:func:`fold_code`).
+FOLDED_TAGS = frozenset({"hide-input", "hide-cell"})
+
+
+def fold_code(cell) -> None:
+    """Fold a code cell's code, as the site does for ``hide-input`` and ``hide-cell``, in the
+    metadata each front end reads, its code unchanged: Colab's ``cellView: form`` (the code behind
+    "Show code") and JupyterLab's ``jupyter.source_hidden`` (the input collapsed, one click to open)."""
+    cell.metadata["cellView"] = "form"
+    cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
 
 
 def page_of(path: Path, root: Path) -> str:
