@@ -766,18 +766,19 @@ def unanswered_autograded(notebook: Path | dict) -> set[str]:
     return found
 
 
-#: A written answer with fewer words and formula symbols than this, no code and at most one line of
-#: formula is too thin to pass for completion unread ("I think it is linear.", a bare "r = 1"): see
-#: :func:`thin`. A sentence or two of explanation, or a derivation of two lines, passes.
+#: A written answer with fewer words and formula symbols than this per point of its question (this
+#: many at least), no code and at most one line of formula is too thin to pass for completion unread
+#: ("I think it is linear.", a bare "r = 1"; a 25-word argument for 3 points): see :func:`thin`. A
+#: sentence or two of explanation for a point, or a derivation of two lines, passes.
 THIN_WORDS = 15
 
 
-def thin(cells: list[dict]) -> bool:
-    """Whether an :func:`answered` question's ``cells`` hold only a thin answer: no code line, fewer
-    than :data:`THIN_WORDS` words and formula symbols (a formula's letters, LaTeX commands and
-    numbers each count as one: a derivation written as one line of LaTeX is not thin), and at most
-    one line with a formula (a ``$`` or an ``=``): an answer with its work shown has more of one or
-    the other."""
+def thin(cells: list[dict], points: float = 1.0) -> bool:
+    """Whether an :func:`answered` question's ``cells`` hold only a thin answer for a question of
+    ``points`` points: no code line, fewer than :data:`THIN_WORDS` words and formula symbols per
+    point (and at least :data:`THIN_WORDS`; a formula's letters, LaTeX commands and numbers each
+    count as one: a derivation written as one line of LaTeX is not thin), and at most one line with
+    a formula (a ``$`` or an ``=``): an answer with its work shown has more of one or the other."""
     text, code = [], False
     for cell in cells:
         source = "".join(cell.get("source", [])).strip()
@@ -792,7 +793,8 @@ def thin(cells: list[dict]) -> bool:
         r"\\?[A-Za-z]+|\d+(?:\.\d+)?", formulas
     )  # x, \lambda, 2: a formula's words
     formula_lines = sum(any(c in line for c in "$=") for line in markdown.splitlines())
-    return not code and len(prose.split()) + len(symbols) < THIN_WORDS and formula_lines <= 1
+    least = THIN_WORDS * max(1.0, float(points))
+    return not code and len(prose.split()) + len(symbols) < least and formula_lines <= 1
 
 
 #: An answered question whose answer names fewer than this many of its model answer's terms
@@ -932,6 +934,29 @@ def says_no_credit(cells: list[dict], phrases: list[str]) -> str:
     return next((p for p in phrases if " ".join(p.split()) in text), "")
 
 
+def unsupported(
+    notebook: Path,
+    questions: list[dict],
+    skip: tuple[str, ...] = (),
+    no_credit: dict[str, list[str]] | None = None,
+) -> dict[str, str]:
+    """Why ``--completion`` leaves an answered question of ``notebook`` (but those in ``skip``)
+    unmarked for lack of substance, where it does: ``{question: reason}`` for a derivation with no
+    formula (:func:`formula_free`) and an answer holding its rubric's no-credit phrase
+    (:func:`says_no_credit`), what the console and the collated files say of them."""
+    answers, derivations = answers_by_hand(notebook), derivation_questions(notebook)
+    found = {}
+    for q in (q["name"] for q in questions if q["manual"] and q["name"] not in skip):
+        cells = answers.get(q, [])
+        if not answered(cells):
+            continue
+        if q in derivations and formula_free(cells):
+            found[q] = "a derivation with no formula ($, =, < or >) and no code"
+        elif phrase := says_no_credit(cells, (no_credit or {}).get(q, [])):
+            found[q] = f'it holds a phrase its rubric gives no credit ("{phrase}")'
+    return found
+
+
 def completion_marks(
     notebook: Path,
     questions: list[dict],
@@ -963,7 +988,7 @@ def completion_marks(
             if not answered(cells):
                 marks[q["name"]] = "0"
             elif (
-                not thin(cells)
+                not thin(cells, q["points"])
                 and not hedged(cells)
                 and not (q["name"] in derivations and formula_free(cells))
                 and not says_no_credit(cells, (no_credit or {}).get(q["name"], []))
@@ -1261,7 +1286,7 @@ def thin_answers(notebook: Path, questions: list[dict], skip: tuple[str, ...] = 
         if q["manual"]
         and q["name"] not in skip
         and answered(cells := answers.get(q["name"], []))
-        and thin(cells)
+        and thin(cells, q["points"])
     ]
 
 
@@ -1573,13 +1598,17 @@ def completion_status(
     args,
     thin_by_file: dict[str, list[str]] | None = None,
     hedged_by_file: dict[str, dict[str, str]] | None = None,
+    unsupported_by_file: dict[str, dict[str, str]] | None = None,
 ) -> dict:
     """What ``--completion`` did with each hand-graded answer, for the collated files: the mark it
     entered, or why it left the answer for the grader (a mark already in the gradebook, the question
     left for its rubric, a thin answer (``thin_by_file``: :func:`thin_answers` per file), a near-copy
     of the model answer, an answer that says it is unsure (``hedged_by_file``: per file, question
-    and phrase, :func:`hedged`), an answer that names too few of its terms)."""
+    and phrase, :func:`hedged`), a derivation with no formula or a no-credit phrase
+    (``unsupported_by_file``: :func:`unsupported` per file), an answer that names too few of its
+    terms)."""
     thin_by_file, hedged_by_file = thin_by_file or {}, hedged_by_file or {}
+    unsupported_by_file = unsupported_by_file or {}
     found: dict[str, dict[str, str]] = {}
     for file, row in book.items():
         for q in (q["name"] for q in questions if q["manual"]):
@@ -1595,9 +1624,11 @@ def completion_status(
             elif copies.get(file, {}).get(q):
                 said = f"left for you: it is alike {copies[file][q]}"
             elif q in thin_by_file.get(file, []):
-                said = f"left for you: a thin answer (under {THIN_WORDS} words, no code)"
+                said = f"left for you: a thin answer (under {THIN_WORDS} words a point, no code)"
             elif q in hedged_by_file.get(file, {}):
                 said = f'left for you: it says it is unsure ("{hedged_by_file[file][q]}")'
+            elif q in unsupported_by_file.get(file, {}):
+                said = f"left for you: {unsupported_by_file[file][q]}"
 
             else:
                 said = (
@@ -2022,6 +2053,7 @@ def main(argv: list[str] | None = None) -> int:
         else {}
     )
     hedged_by_file: dict[str, dict[str, str]] = {}
+    unsupported_by_file: dict[str, dict[str, str]] = {}
     if args.completion:
         for f in files:
             answers = answers_by_hand(f)
@@ -2048,11 +2080,27 @@ def main(argv: list[str] | None = None) -> int:
             if short and any(not book[f.name][q].strip() for q in short):
                 print(
                     f"grade_all: {f.name}: answers too short to pass for completion unread (under "
-                    f"{THIN_WORDS} words, one formula line at most, no code), left for you to "
-                    f"mark: {short}",
+                    f"{THIN_WORDS} words a point, one formula line at most, no code), left for you "
+                    f"to mark: {short}",
                     file=sys.stderr,
                 )
             answers = answers_by_hand(f)
+            lacking = {
+                q: why
+                for q, why in unsupported(
+                    f, questions, tuple(args.except_question), no_credit
+                ).items()
+                if q not in short
+                and q not in hedged_by_file.get(f.name, {})
+                and not book[f.name][q].strip()
+            }
+            if lacking:
+                unsupported_by_file[f.name] = lacking
+                print(
+                    f"grade_all: {f.name}: answers left for you to mark: "
+                    + "; ".join(f"{q}, {why}" for q, why in lacking.items()),
+                    file=sys.stderr,
+                )
             filler = [
                 q["name"]
                 for q in questions
@@ -2061,6 +2109,7 @@ def main(argv: list[str] | None = None) -> int:
                 and q["name"] not in args.except_question
                 and q["name"] not in short
                 and q["name"] not in hedged_by_file.get(f.name, {})
+                and q["name"] not in lacking
                 and not book[f.name][q["name"]].strip()
                 and answered(cells := answers.get(q["name"], []))
                 and off_topic(cells, model[q["name"]])
@@ -2189,7 +2238,16 @@ def main(argv: list[str] | None = None) -> int:
             copies,
             reruns,
             rubric_sections(HERE / args.name / "rubric.md"),
-            completion_status(book, questions, prefill, copies, args, thin_by_file, hedged_by_file)
+            completion_status(
+                book,
+                questions,
+                prefill,
+                copies,
+                args,
+                thin_by_file,
+                hedged_by_file,
+                unsupported_by_file,
+            )
             if args.completion
             else None,
             frozenset(f.name for f in readable),

@@ -480,8 +480,11 @@ def test_completion_marks_give_full_points_to_a_written_answer_only(tmp_path, qu
         grade_all.completion_marks(nb, qs, skip=("q9",))
     # a thin answer (few words, one formula line at most, no code) gets no mark but is named, for
     # the grader; a sentence or two of explanation passes
-    sentence = "The tilt moves every token by the same amount, so the average moves by it too."
-    assert len(sentence.split()) == 16 >= grade_all.THIN_WORDS
+    sentence = (
+        "The tilt moves every token by the same amount, so the average moves by it too, and the "
+        "risk at the start falls below the origin's."
+    )  # q3a is worth 1.5 points: 15 words a point
+    assert len(sentence.split()) == 26 >= 1.5 * grade_all.THIN_WORDS
     thin = _notebook(
         tmp_path / "yan.ipynb",
         {
@@ -825,6 +828,21 @@ def test_completion_leaves_a_derivation_without_a_formula_and_a_no_credit_phrase
     said = prose + " In short, the settings differ."
     assert "q3a" not in marks(said, heading="why it helps", no_credit=phrases)
     assert marks(prose, heading="why it helps", no_credit=phrases)["q3a"] != ""
+    # the reasons the console and the collated files give
+    path = _notebook(tmp_path / "lee.ipynb", {"q3a": [("markdown", prose)]})
+    nb = json.loads(path.read_text())
+    nb["cells"][0]["source"] = nb["cells"][0]["source"].replace(
+        ").**", "): show your derivation.**"
+    )
+    path.write_text(json.dumps(nb))
+    assert grade_all.unsupported(path, qs, ("q5",))["q3a"].startswith(
+        "a derivation with no formula"
+    )
+    # a thin answer is thin for its points: 15 words and formula symbols a point
+    words = "The flow keeps the balance, so the limit is the balanced zero of the risk here."
+    assert not grade_all.thin([{"cell_type": "markdown", "source": words}], 1.0)
+    assert grade_all.thin([{"cell_type": "markdown", "source": words}], 3.0)
+    assert not grade_all.thin([{"cell_type": "markdown", "source": " ".join([words] * 3)}], 3.0)
     # near-copies: a one-line result inside a longer derivation is not a copy of it
     short = "E e^{aX}=2/(2-a) so T=1/(2-a)"
     longer = (

@@ -1192,7 +1192,8 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "- **For completion** (the default grading): `--completion` enters, where a hand mark is "
         "still empty, the question's full points when the student wrote an answer and 0 otherwise, "
         "for you to read over. It leaves these answers unmarked and named, for you to mark:",
-        "  - an answer of under 15 words and formula symbols, with one line of formula at most and no "
+        "  - an answer of under 15 words and formula symbols a point of its question (a 3-point "
+        "question asks 45), with one line of formula at most and no "
         "code;",
         "  - one that names fewer than two of the model answer's terms, filler such as "
         '"I used autograd and it works";',
