@@ -2085,22 +2085,6 @@ def main(argv: list[str] | None = None) -> int:
                     file=sys.stderr,
                 )
             answers = answers_by_hand(f)
-            lacking = {
-                q: why
-                for q, why in unsupported(
-                    f, questions, tuple(args.except_question), no_credit
-                ).items()
-                if q not in short
-                and q not in hedged_by_file.get(f.name, {})
-                and not book[f.name][q].strip()
-            }
-            if lacking:
-                unsupported_by_file[f.name] = lacking
-                print(
-                    f"grade_all: {f.name}: answers left for you to mark: "
-                    + "; ".join(f"{q}, {why}" for q, why in lacking.items()),
-                    file=sys.stderr,
-                )
             filler = [
                 q["name"]
                 for q in questions
@@ -2109,7 +2093,6 @@ def main(argv: list[str] | None = None) -> int:
                 and q["name"] not in args.except_question
                 and q["name"] not in short
                 and q["name"] not in hedged_by_file.get(f.name, {})
-                and q["name"] not in lacking
                 and not book[f.name][q["name"]].strip()
                 and answered(cells := answers.get(q["name"], []))
                 and off_topic(cells, model[q["name"]])
@@ -2119,6 +2102,23 @@ def main(argv: list[str] | None = None) -> int:
                     f"grade_all: {f.name}: answers that name fewer than {ON_TOPIC_TERMS} of their "
                     f"model answer's terms (filler, or an answer off the question), left for you to "
                     f"mark: {filler}",
+                    file=sys.stderr,
+                )
+            lacking = {
+                q: why
+                for q, why in unsupported(
+                    f, questions, tuple(args.except_question), no_credit
+                ).items()
+                if q not in short
+                and q not in hedged_by_file.get(f.name, {})
+                and q not in filler
+                and not book[f.name][q].strip()
+            }
+            if lacking:
+                unsupported_by_file[f.name] = lacking
+                print(
+                    f"grade_all: {f.name}: answers left for you to mark: "
+                    + "; ".join(f"{q}, {why}" for q, why in lacking.items()),
                     file=sys.stderr,
                 )
     for file, flagged in sorted(copies.items()):
