@@ -875,8 +875,8 @@ def test_grade_all_writes_a_gradebook_and_feedback_without_the_tests(built, tmp_
         if "".join(cell.get("source", [])).strip() == grade_all.PLACEHOLDER:
             cell["source"] = (
                 "I computed it with autograd and the code above works, so the result is right "
-                "and matches the checks."
-            )
+                "and matches the checks that the notebook runs on every input it was given."
+            )  # 29 words: not thin for a question of 1.5 points (15 words a point)
     (subs / "own.ipynb").write_text(json.dumps(own))
     (subs / "filler.ipynb").write_text(json.dumps(filler))
     done = run_grade_all(built, name, subs, tmp_path, "--reuse", "--completion", check=False)
