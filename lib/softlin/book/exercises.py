@@ -217,7 +217,13 @@ def _ch5_invariant(*, Sigma):
     return icl.infinite_prompt_flow(A0, b0, Sigma, [0.0, 100.0], rtol=1e-8, atol=1e-10).b[-1]
 
 
-@_key("ex-ch5-linear", rtol=1e-6, digits=3, hint="Hint: the risk is quadratic in the product bA.")
+@_key(
+    "ex-ch5-linear",
+    rtol=1e-6,
+    digits=3,
+    hint="Hint: the risk is quadratic in the product bA; on an eigenvector of Sigma every matrix "
+    "in it is a number.",
+)
 def _ch5_linear(*, Sigma):
     G = (1 + 1 / 30) * Sigma @ Sigma + torch.trace(Sigma) * Sigma / 30
     one = torch.tensor(1.0, dtype=torch.float64)
@@ -225,7 +231,7 @@ def _ch5_linear(*, Sigma):
     grid = [icl.linear_finite_prompt_risk(s * bA, one, Sigma, 30) for s in (0.999, 1.0, 1.001)]
     if not grid[1] <= min(grid[0], grid[2]):  # the stationary point is the minimum along the ray
         raise RuntimeError("ex-ch5-linear: the key is not the minimum along its ray")
-    return grid[1]
+    return float(torch.linalg.eigvals(Sigma @ bA).real.min())  # the smallest of b Sigma A
 
 
 @_key(
@@ -233,13 +239,16 @@ def _ch5_linear(*, Sigma):
     rtol=1e-9,
     digits=3,
     inputs=[(5,), (8,), (16,)],
-    hint="Hint: with u = |x_q|^2 / b*^2, C = b*^2 E[e^u (d + u)] / 2.",
+    hint="Hint: |x_q|^2 is chi-squared with d degrees of freedom, and E e^(t chi2_d) = "
+    "(1 - 2t)^(-d/2) for t < 1/2.",
     site_at=(8,),
-    site_what="C⋆ at d = 8",
+    site_what="the factor at d = 8",
 )
 def _ch5_tail(dim):
+    # E exp(|a|^2) with a = A* x_q, x_q ~ N(0, I): the Gaussian integral det(I - 2 A*^T A*)^(-1/2)
     eye = torch.eye(dim, dtype=torch.float64)
-    return icl.risk_fluctuation_constant(*icl.bayes_optimal_parameters(eye), eye)
+    A, _ = icl.bayes_optimal_parameters(eye)
+    return float(torch.linalg.det(eye - 2 * A.T @ A) ** -0.5)
 
 
 # --- Chapter 6 --------------------------------------------------------------------------------------
@@ -268,14 +277,23 @@ def _ch6_linear():
 @_key(
     "ex-ch6-match",
     digits=3,
-    hint="Hint: C_lin / L' = C_soft / 1000, both at noise_var = 0.5.",
+    hint="Hint: a test error is the Bayes risk plus the excess, and the Bayes risk has a 1/L term "
+    "of its own, gamma^2 d / L.",
 )
 def _ch6_match():
     from softlin import experiment
 
+    # the first-order terms of the two test errors, each read off the library's exact best
+    # attention of its class (linear) or its constant (softmax), plus the ridge Bayes risk's
     P = experiment.INTENDED
-    c = icl.large_prompt_constants(P.covariance(), tau2=P.tau2, noise_var=0.5)
-    return 1000 * c.linear / c.softmax
+    sigma = P.covariance()
+    c = icl.large_prompt_constants(sigma, tau2=P.tau2, noise_var=0.5)
+
+    def scaled(L):  # L (error - gamma^2) = l1 + l2 / L + O(L^-2), l1 = C_lin + gamma^2 d
+        return L * (float(icl.linear_class_optimum(sigma, L, tau2=P.tau2, noise_var=0.5)[1]) - 0.5)
+
+    linear = 2 * scaled(20_000) - scaled(10_000)  # Richardson: the 1/L term cancels
+    return 1000 * linear / (c.softmax + 0.5 * P.d)
 
 
 @_key(
