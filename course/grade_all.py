@@ -57,9 +57,12 @@ a hand mark in the gradebook lies outside its range (:func:`mark_problems`: 1 ty
 With ``--collate`` or ``--completion`` it also names near-copies (:func:`near_copies`): a written
 answer at least :data:`ALIKE` alike the model answer of the set's rubric.md (the solutions are
 public), or another student's, and one pasting :data:`PARTLY` of the model answer's sentences
-(:func:`pasted`).
-They are named on stderr and in the collated file, and ``--completion`` leaves an answer holding the
-model answer, whole or in part, or another student's, unmarked, for the grader to read. The marks a
+(:func:`pasted`); and the code a student wrote for an autograded question that is :data:`ALIKE`
+alike the solution's code or another student's, from :data:`CODE_MIN_TOKENS` tokens of the
+student's own on (:func:`code_copies`: the template handed out, comments and layout left out).
+They are named on stderr and in the collated files, and ``--completion`` leaves a written answer
+holding the model answer, whole or in part, or another student's, unmarked, for the grader to read;
+a code flag changes no autograded point. The marks a
 ``--completion`` run enters reach the feedback with ``--reuse``, once read; marks already in the
 gradebook stay in it.
 
@@ -1156,6 +1159,8 @@ def near_copies(
     skip: tuple[str, ...] = (),
     threshold: float = ALIKE,
     partly: float = PARTLY,
+    solution: Path | dict | None = None,
+    blank: Path | dict | None = None,
 ) -> dict[str, dict[str, str]]:
     """The answers graded by hand (but those in ``skip``) that hold the model answer (:func:`covers`)
     or are :func:`alike` another submission's, at ``threshold`` or more: ``{file name: {question:
@@ -1164,7 +1169,10 @@ def near_copies(
     (0.45 of its sentences pasted)"`` for one that pastes ``partly`` of the model's prose or more
     (:func:`pasted`). Blank answers, and answers of fewer
     than :data:`COPY_MIN_WORDS` words and symbols, are not compared (two "No." are not a copy); a
-    derivation in formulas is (its symbols count)."""
+    derivation in formulas is (its symbols count). The autograded questions' code alike the
+    ``solution`` notebook's or another submission's (:func:`code_copies`, ``blank`` the student
+    version) is named under the question's name as well, ``{"dora.ipynb": {"q1": "anna.ipynb's code
+    (1.00)"}}``: a flag only, which changes no autograded point."""
     answers = {f.name: answers_by_hand(f) for f in files}
     found: dict[str, dict[str, str]] = {}
     for q in (q["name"] for q in questions if q["manual"] and q["name"] not in skip):
@@ -1196,7 +1204,172 @@ def near_copies(
                         said[q] = "; ".join(
                             filter(None, (said.get(q), f"{b}'s answer ({score:.2f})"))
                         )
+    for name, flagged in code_copies(files, questions, solution, blank, threshold, skip).items():
+        found.setdefault(name, {}).update(flagged)
     return found
+
+
+#: The code a student wrote for an autograded question is compared for near-copies
+#: (:func:`code_copies`) from this many tokens of the student's own on (:func:`own_tokens`: without
+#: the template handed out, comments and layout), and so is the solution's. Honest answers to a
+#: two-line function coincide: set 1's ``tilted_limit`` written as ``return 1 / (2 - a) if a < 2
+#: else math.inf`` is 16 tokens, and the solution's body 23. From 40 tokens on, six answers to
+#: set 1's questions 1 and 3 written otherwise than the solution (central moments summed with ``@``
+#: or ``sum``, or derivatives by autograd; the tilted mean by arithmetic or with tensors) scored
+#: 0.17 to 0.52 alike the solution's code and one another, well under :data:`ALIKE`; the sets'
+#: solutions, pasted as the solution sheet has them, hold 47 to 195 tokens each: all are compared.
+CODE_MIN_TOKENS = 40
+
+
+def autograded_code(notebook: Path | dict) -> dict[str, list[str]]:
+    """The code cells of each autograded question of ``notebook`` (a file, or a notebook already
+    read), their sources: ``{"q1": [source, ...]}``, the code cells after the question's prompt (the
+    Markdown cell with its heading, ``**Question 1 (...``, not inside otter's ``BEGIN QUESTION``
+    markers) up to its ``grader.check("q1")`` cell, or, in the solution sheet, which has no checks,
+    up to the next prompt. A Markdown cell of the student's among them is passed over; code cells
+    after the check, before the next prompt, are not the answer. A student notebook, otter's
+    solution notebook and the solution sheet are read alike."""
+    nb = notebook if isinstance(notebook, dict) else json.loads(notebook.read_text())
+    found: dict[str, list[str]] = {}
+    current, cells = None, []
+    for cell in nb.get("cells", []):
+        text = "".join(cell.get("source", []))
+        code = cell.get("cell_type") == "code"
+        check = CHECK.search(text) if code else None
+        heading = None if code else HEADING.search(text)
+        if heading or check or BEGIN in text or END in text or (code and "grader.check" in text):
+            if check or current:
+                found.setdefault(check[1] if check else current, []).extend(cells)
+            current = f"q{heading[1]}" if heading and BEGIN not in text else None
+            cells = []
+        elif code:
+            cells.append(text)
+    if current:
+        found.setdefault(current, []).extend(cells)
+    return found
+
+
+def code_tokens(sources: list[str]) -> list[str]:
+    """The tokens of code cells' ``sources``, in order, by Python's ``tokenize``, without comments,
+    line breaks and indentation: two codes that differ only in layout and comments give the same
+    tokens. A cell that does not tokenize (a bracket or a string left open, an indentation that
+    matches no block) gives its words and symbols instead, its ``#`` comments left out."""
+    import io
+    import tokenize
+
+    layout = {
+        tokenize.COMMENT,
+        tokenize.NL,
+        tokenize.NEWLINE,
+        tokenize.INDENT,
+        tokenize.DEDENT,
+        tokenize.ENCODING,
+        tokenize.ENDMARKER,
+    }
+    found = []
+    for source in sources:
+        try:
+            found += [
+                t.string
+                for t in tokenize.generate_tokens(io.StringIO(source).readline)
+                if t.type not in layout and t.string.strip()
+            ]
+        except (tokenize.TokenError, SyntaxError):
+            found += re.findall(r"\w+|[^\w\s]", re.sub(r"#[^\n]*", "", source))
+    return found
+
+
+def own_tokens(sources: list[str], template: list[str]) -> list[str]:
+    """The tokens of code cells' ``sources`` (:func:`code_tokens`) less those of the template handed
+    out, ``template`` (the student version's cells' tokens: a function's header and docstring,
+    ``...``): the tokens that difflib does not match, in order, with the template's."""
+    import difflib
+
+    ours = code_tokens(sources)
+    kept, start = [], 0
+    for block in difflib.SequenceMatcher(
+        None, ours, template, autojunk=False
+    ).get_matching_blocks():
+        kept += ours[start : block.a]
+        start = block.a + block.size
+    return kept
+
+
+def _token_ratio(a: list[str], b: list[str], threshold: float) -> float:
+    """difflib's ratio of two token lists, or an upper bound of it under ``threshold`` (difflib's
+    quick ratios, which spare the full comparison of code that cannot be alike)."""
+    import difflib
+
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    if matcher.real_quick_ratio() < threshold or matcher.quick_ratio() < threshold:
+        return matcher.quick_ratio()
+    return matcher.ratio()
+
+
+def code_copies(
+    files: list[Path],
+    questions: list[dict],
+    solution: Path | dict | None = None,
+    blank: Path | dict | None = None,
+    threshold: float = ALIKE,
+    skip: tuple[str, ...] = (),
+) -> dict[str, dict[str, str]]:
+    """The code written for the autograded questions (but those in ``skip``) that is alike the
+    ``solution``'s (a notebook: :func:`solution_notebook`) or another submission's, at ``threshold``
+    or more: ``{file name: {question: what it is alike}}``, e.g. ``{"emil.ipynb": {"q1": "the
+    solution's code (1.00)"}}``, ``{"dora.ipynb": {"q1": "anna.ipynb's code (1.00)"}}``. Each
+    question's code (:func:`autograded_code`) is compared by difflib's ratio of its own tokens
+    (:func:`own_tokens`: less what ``blank``, the student version handed out, already held there);
+    code with fewer than :data:`CODE_MIN_TOKENS` tokens of its own is not compared (honest answers
+    to a short function coincide), nor a question left as the template. Without ``solution`` the
+    submissions are compared with each other only. A renamed variable is not seen through. A flag
+    for the grader to read: it changes no autograded point."""
+    names = [q["name"] for q in questions if not q["manual"] and q["name"] not in skip]
+    template = autograded_code(blank) if blank is not None else {}
+    theirs = autograded_code(solution) if solution is not None else {}
+    code = {f.name: autograded_code(f) for f in files}
+    found: dict[str, dict[str, str]] = {}
+
+    def flag(file: str, q: str, what: str) -> None:
+        said = found.setdefault(file, {})
+        said[q] = "; ".join(filter(None, (said.get(q), what)))
+
+    for q in names:
+        blank_tokens = code_tokens(template.get(q, []))
+        own = {
+            name: tokens
+            for name, by_q in code.items()
+            if len(tokens := own_tokens(by_q.get(q, []), blank_tokens)) >= CODE_MIN_TOKENS
+        }
+        model = own_tokens(theirs.get(q, []), blank_tokens)
+        for name, tokens in own.items():
+            if len(model) >= CODE_MIN_TOKENS and (
+                (score := _token_ratio(tokens, model, threshold)) >= threshold
+            ):
+                flag(name, q, f"the solution's code ({score:.2f})")
+        ordered = sorted(own)
+        for i, one in enumerate(ordered):
+            for other in ordered[i + 1 :]:
+                if (score := _token_ratio(own[one], own[other], threshold)) >= threshold:
+                    flag(one, q, f"{other}'s code ({score:.2f})")
+                    flag(other, q, f"{one}'s code ({score:.2f})")
+    return found
+
+
+def solution_notebook(name: str) -> Path | None:
+    """Set ``name``'s solution notebook as the kit ships it, whose code :func:`code_copies` compares
+    the students' with: otter's (``NAME/autograder/NAME.ipynb``, kept by the grader), else the
+    solution sheet (``NAME/solutions/NAME-solutions.ipynb``: the same code without otter's markers,
+    which are comments); None where neither is beside this script."""
+    if not re.fullmatch(r"[\w-]+", name):
+        return None
+    for path in (
+        HERE / name / "autograder" / f"{name}.ipynb",
+        HERE / name / "solutions" / f"{name}-solutions.ipynb",
+    ):
+        if path.exists():
+            return path
+    return None
 
 
 def by_hand_record(out: Path, name: str) -> Path:
@@ -1459,7 +1632,9 @@ def write_collated(
     by hand: every submission's answer to
     it, one after the other, to mark a question across the class at once, with the figures its cells
     drew (``NAME-qN-figures/FILE-K.png``, shown in place) and the errors they raised, and what an
-    answer is alike where :func:`near_copies` (``copies``) found it; the files written. With
+    answer is alike where :func:`near_copies` (``copies``) found it, and, in every question's
+    file, what a submission's code for an autograded question is alike (its points stand); the
+    files written. With
     ``reruns`` (file name: the notebook executed again, :func:`rerun`), a code cell shows what it
     prints on rerun, and :func:`rerun_notes` flags a cell that raises now, or whose saved output
     differs from the rerun's. With ``rubric`` (:func:`rubric_sections`), each file opens with its
@@ -1471,6 +1646,7 @@ def write_collated(
     folder = out / "by-question"
     folder.mkdir(parents=True, exist_ok=True)
     answers = {f.name: answers_by_hand(f) for f in files}
+    auto = [q["name"] for q in questions if not q["manual"]]
     written = []
     for q in (q for q in questions if q["manual"]):
         path = folder / f"{name}-{q['name']}.md"
@@ -1512,6 +1688,11 @@ def write_collated(
                 lines += [f"*Completion: {status[file][q['name']]}.*", ""]
             if q["name"] in copies.get(file, {}):
                 lines += [f"**Near-copy: alike {copies[file][q['name']]}.**", ""]
+            if code := [f"{c} alike {copies[file][c]}" for c in auto if c in copies.get(file, {})]:
+                lines += [
+                    f"**Code near-copy: {'; '.join(code)} (its autograded points stand).**",
+                    "",
+                ]
             lines += [f"**Rerun: {note}.**" for note in notes] + ([""] if notes else [])
             lines += ["*(no answer)*" if blank else "\n\n".join(cells), ""]
             sections[file] = "\n".join(lines)
@@ -1890,7 +2071,8 @@ def main(argv: list[str] | None = None) -> int:
         "wrote an answer, 0 otherwise, where its gradebook cell is still empty (read them over); an "
         f"answer of under {THIN_WORDS} words, one formula line at most and no code is named and "
         f"left for you, and so is one that holds the model answer or pastes part of its sentences (with --collate "
-        "too: near-copies, of the model answer or between students, are named)",
+        "too: near-copies, of the model answer or between students, are named, and code alike "
+        "the solution's or another student's, its autograded points unchanged)",
     )
     parser.add_argument(
         "--except-question",
@@ -2005,23 +2187,37 @@ def main(argv: list[str] | None = None) -> int:
             f"the same folder(s), graded before: {sorted(p.name for p in peers)}",
             file=sys.stderr,
         )
+    solution = solution_notebook(args.name)
+    if (args.completion or args.collate) and solution is None:
+        print(
+            f"grade_all: no solution notebook beside this script ({args.name}/autograder/"
+            f"{args.name}.ipynb or {args.name}/solutions/{args.name}-solutions.ipynb): the "
+            "autograded questions' code is compared between submissions only",
+            file=sys.stderr,
+        )
+    blank = HERE / args.name / "student" / f"{args.name}.ipynb"
     copies = (
         {
             name: flagged
             for name, flagged in near_copies(
-                [*files, *peers], questions, model
+                [*files, *peers],
+                questions,
+                model,
+                solution=solution,
+                blank=blank if blank.exists() else None,
             ).items()  # every question, the one --except-question leaves to its rubric included
             if name in {f.name for f in files}
         }
         if args.completion or args.collate
         else {}
     )
+    hand_graded = {q["name"] for q in questions if q["manual"]}
     for (
         file,
         flagged,
-    ) in copies.items():  # a near-copy (of the model or a peer) is not marked unread
+    ) in copies.items():  # a written near-copy (of the model or a peer) is not marked unread
         for q in flagged:
-            if prefill:
+            if prefill and q in hand_graded:
                 prefill[file].pop(q, None)
     entered, report_items, second, report_problems = {}, {}, [], False
     if args.name == REPORT[0]:  # the report, item by item, from its sheet
@@ -2123,12 +2319,21 @@ def main(argv: list[str] | None = None) -> int:
                 )
     for file, flagged in sorted(copies.items()):
         unmarked = ", left unmarked" if args.completion else ""
-        said = [f"{q} alike {what}{unmarked}" for q, what in flagged.items()]
-        print(
-            f"grade_all: {file}: near-copies (at least {ALIKE:g} alike, or {PARTLY:g} of the model "
-            "answer's sentences pasted), for you to read: " + "; ".join(said),
-            file=sys.stderr,
-        )
+        said = [f"{q} alike {what}{unmarked}" for q, what in flagged.items() if q in hand_graded]
+        if said:
+            print(
+                f"grade_all: {file}: near-copies (at least {ALIKE:g} alike, or {PARTLY:g} of the "
+                "model answer's sentences pasted), for you to read: " + "; ".join(said),
+                file=sys.stderr,
+            )
+        code = [f"{q} alike {what}" for q, what in flagged.items() if q not in hand_graded]
+        if code:
+            print(
+                f"grade_all: {file}: code alike the solution's or another submission's (at least "
+                f"{ALIKE:g} alike, from {CODE_MIN_TOKENS} tokens of the student's own), for you to "
+                "read; its autograded points stand: " + "; ".join(code),
+                file=sys.stderr,
+            )
     (args.out / "feedback" / args.name).mkdir(parents=True, exist_ok=True)
     record_path = completion_record(args.out, args.name)
     record = json.loads(record_path.read_text()) if record_path.exists() else {}

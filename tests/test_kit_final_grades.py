@@ -888,6 +888,262 @@ def test_a_pasted_answer_with_more_added_and_untouched_template_cells(tmp_path, 
     grade_all._TEMPLATES.clear()
 
 
+# Set 1's autograded questions as the kit hands them out (the student version's cells) and as its
+# solution notebook answers them (otter's markers included: they are comments).
+CODE_TEMPLATE = {
+    "q1": 'def tilt_coefficients(x, p):\n    """(t2, t3) of T(a) for the law sum_k p_k delta_{x_k}."""\n'
+    "    ...",
+    "q2": 'def tilted_limit(a):\n    """The infinite-prompt output at the tilt a; math.inf where none."""\n'
+    "    ...",
+    "q3": "two_point_limit = ...\ntwo_point_limit",
+}
+CODE_SOLUTION = {
+    "q1": 'def tilt_coefficients(x, p):\n    """(t2, t3) of T(a) for the law sum_k p_k delta_{x_k}."""\n'
+    "    # BEGIN SOLUTION\n"
+    "    # T = Lambda', so t2 = kappa_3 / 2! and t3 = kappa_4 / 3!.\n"
+    "    centred = x - p @ x\n"
+    "    var, mu3, mu4 = (p @ centred**2), (p @ centred**3), (p @ centred**4)\n"
+    "    return float(mu3 / 2), float((mu4 - 3 * var**2) / 6)\n"
+    "    # END SOLUTION\n"
+    'print("(t2, t3): (%.6g, %.6g)" % tilt_coefficients(torch.tensor([-1.0, 2.0]), '
+    "torch.tensor([0.3, 0.7])))  # SOLUTION NO PROMPT",
+    # a two-line function: its honest answers are this, token for token
+    "q2": 'def tilted_limit(a):\n    """The infinite-prompt output at the tilt a; math.inf where none."""\n'
+    "    # BEGIN SOLUTION\n"
+    "    k, lam = 1, 2\n"
+    "    return k / (lam - a) if a < lam else math.inf\n"
+    "    # END SOLUTION",
+    "q3": "# BEGIN SOLUTION NO PROMPT\n"
+    "mu = sl.EmpiricalMeasure(torch.tensor([[-1.0], [2.0]]), torch.tensor([0.3, 0.7]))\n"
+    "# END SOLUTION\n"
+    "two_point_limit = float(sl.attention_limit(mu, torch.ones(1, 1), 0.5 * torch.eye(1), "
+    "torch.eye(1))[0, 0])  # SOLUTION\n"
+    "two_point_limit",
+}
+
+
+def _set_notebook(path: Path, code: dict[str, str], sheet: bool = False) -> Path:
+    """A notebook of set 1 laid out as the kit's: a setup cell, then per question its prompt, and
+    for an autograded one its code cell (``code[q]``, else the template) and ``grader.check`` cell
+    (none in the solution sheet, ``sheet``), for one graded by hand otter's markers around the
+    placeholder."""
+    cells = [{"cell_type": "code", "source": "import math\nimport torch\n", "metadata": {}}]
+    for q in problem_sets.questions("ps1_measures"):
+        number = q["name"].removeprefix("q")
+        if q["manual"]:
+            prompt = f"<!-- BEGIN QUESTION -->\n\n**Question {number} (1 point, graded by hand).**"
+            cells += [
+                {"cell_type": "markdown", "source": prompt, "metadata": {}},
+                {
+                    "cell_type": "markdown",
+                    "source": "_Type your answer here, replacing this text._",
+                },
+                {"cell_type": "markdown", "source": "<!-- END QUESTION -->", "metadata": {}},
+            ]
+            continue
+        cells += [
+            {"cell_type": "markdown", "source": f"**Question {number} (1 point): compute.**"},
+            {"cell_type": "code", "source": code.get(q["name"], CODE_TEMPLATE[q["name"]])},
+        ]
+        if not sheet:
+            cells.append({"cell_type": "code", "source": f'grader.check("{q["name"]}")'})
+    for cell in cells:
+        cell.setdefault("metadata", {})
+        if cell["cell_type"] == "code":
+            cell.update(outputs=[], execution_count=None)
+    path.write_text(
+        json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    )
+    return path
+
+
+#: Answers written independently (anna's, hal's), and the solution sheet's code (otter's markers,
+#: comments, dropped).
+ANNA = {
+    "q1": "def tilt_coefficients(x, p):\n"
+    "    m = (p * x).sum()\n"
+    "    d = x - m\n"
+    "    m2 = (p * d**2).sum()\n"
+    "    m3 = (p * d**3).sum()\n"
+    "    m4 = (p * d**4).sum()\n"
+    "    return float(m3 / 2), float((m4 - 3 * m2**2) / 6)\n",
+    "q2": "def tilted_limit(a):\n    return 1 / (2 - a) if a < 2 else math.inf\n",
+    "q3": "two_point_limit = (0.3 * -1 * math.exp(-0.5) + 0.7 * 2 * math.exp(1.0)) / (\n"
+    "    0.3 * math.exp(-0.5) + 0.7 * math.exp(1.0)\n)\ntwo_point_limit",
+}
+HAL = {
+    "q1": "def tilt_coefficients(x, p):\n"
+    "    mean = torch.sum(p * x)\n"
+    "    central = x - mean\n"
+    "    var = torch.sum(p * central ** 2)\n"
+    "    k3 = torch.sum(p * central ** 3)\n"
+    "    k4 = torch.sum(p * central ** 4) - 3 * var ** 2\n"
+    "    return (k3 / 2).item(), (k4 / 6).item()\n",
+    "q2": 'def tilted_limit(a):\n    """The infinite-prompt output at the tilt a; math.inf where none."""\n'
+    "    k, lam = 1, 2\n    return k / (lam - a) if a < lam else math.inf\n",
+    "q3": "w = torch.tensor([0.3, 0.7]) * torch.exp(0.5 * torch.tensor([-1.0, 2.0]))\n"
+    "two_point_limit = float(w @ torch.tensor([-1.0, 2.0]) / w.sum())\ntwo_point_limit",
+}
+
+
+def _sheet_code(source: str) -> str:
+    """``source`` as the solution sheet prints it: otter's markers dropped."""
+    source = re.sub(r"^\s*# (BEGIN|END) SOLUTION.*\n?", "", source, flags=re.M)
+    return re.sub(r"\s+# SOLUTION( NO PROMPT)?$", "", source, flags=re.M)
+
+
+def _class_with_code(folder: Path) -> dict[str, Path]:
+    """anna and hal wrote their own code; dora's is anna's, comments added and laid out anew;
+    emil's is the solution sheet's, verbatim; the blank student version is left as handed out."""
+    folder.mkdir(parents=True, exist_ok=True)
+    dora = {
+        "q1": "# my own function\ndef tilt_coefficients( x,p ):\n"
+        + "\n".join(
+            "    " + " ".join(line.split()) + "  # step" for line in ANNA["q1"].splitlines()[1:]
+        ),
+        "q2": ANNA["q2"],
+        "q3": " ".join(ANNA["q3"].split("\n")[:3]) + "  # by hand\n\ntwo_point_limit",
+    }
+    code = {
+        "anna": ANNA,
+        "dora": dora,
+        "emil": {q: _sheet_code(s) for q, s in CODE_SOLUTION.items()},
+        "hal": HAL,
+        "blank": {},
+    }
+    return {who: _set_notebook(folder / f"{who}.ipynb", c) for who, c in code.items()}
+
+
+def test_code_alike_the_solution_s_or_another_student_s_is_named(tmp_path):
+    """The code a student wrote for an autograded question is compared, less the template handed
+    out, comments and layout, with the solution notebook's and the class's (grade_all.code_copies,
+    through near_copies): dora's code, anna's laid out anew, and emil's, the solution sheet's
+    verbatim, are named; hal's, written independently, is not; a two-line function identical to the
+    solution's (hal's, and emil's own copy of it) or to a classmate's is too short to be compared."""
+    grade_all = problem_sets.grade_all_module()
+    qs = problem_sets.questions("ps1_measures")
+    blank = _set_notebook(tmp_path / "student.ipynb", {})
+    solution = _set_notebook(tmp_path / "solution.ipynb", CODE_SOLUTION)
+    subs = _class_with_code(tmp_path / "subs")
+    files = list(subs.values())
+    # comments, blank lines and layout do not count; code that does not tokenize still gives tokens
+    assert grade_all.code_tokens(["a=1  # one\n\n\nif a :\n      b = [1,\n 2]"]) == (
+        grade_all.code_tokens(["a = 1\nif a:\n    b = [1, 2]"])
+    )
+    assert grade_all.code_tokens(["x = (1,  # open\n"]) == ["x", "=", "(", "1", ","]
+    assert grade_all.autograded_code(subs["anna"])["q1"] == [ANNA["q1"]]
+    sheet = _set_notebook(tmp_path / "sheet.ipynb", CODE_SOLUTION, sheet=True)
+    assert grade_all.autograded_code(sheet) == grade_all.autograded_code(solution)
+    template = {q: grade_all.code_tokens([s]) for q, s in CODE_TEMPLATE.items()}
+    own = {
+        who: {
+            q: grade_all.own_tokens(cells, template[q])
+            for q, cells in grade_all.autograded_code(path).items()
+        }
+        for who, path in subs.items()
+    }
+    model = {
+        q: grade_all.own_tokens(cells, template[q])
+        for q, cells in grade_all.autograded_code(solution).items()
+    }
+    assert all(not tokens for tokens in own["blank"].values()), own["blank"]
+    assert own["dora"] == own["anna"], "comments and layout changed the tokens"
+    # a short honest answer is the solution's, token for token, and is not compared
+    assert own["hal"]["q2"] == model["q2"] and len(model["q2"]) < grade_all.CODE_MIN_TOKENS
+    assert len(own["anna"]["q2"]) < grade_all.CODE_MIN_TOKENS
+    assert all(len(own["hal"][q]) >= grade_all.CODE_MIN_TOKENS for q in ("q1", "q3"))
+    assert all(len(model[q]) >= grade_all.CODE_MIN_TOKENS for q in ("q1", "q3"))
+    # code written independently scores well under the threshold
+    for q in ("q1", "q3"):
+        for a, b in ((own["hal"][q], model[q]), (own["anna"][q], model[q])):
+            assert grade_all._token_ratio(a, b, 0.0) < 0.6, q
+        assert grade_all._token_ratio(own["hal"][q], own["anna"][q], 0.0) < 0.6, q
+    found = grade_all.code_copies(files, qs, solution, blank)
+    assert found == {
+        "anna.ipynb": {"q1": "dora.ipynb's code (1.00)", "q3": "dora.ipynb's code (1.00)"},
+        "dora.ipynb": {"q1": "anna.ipynb's code (1.00)", "q3": "anna.ipynb's code (1.00)"},
+        "emil.ipynb": {"q1": "the solution's code (1.00)", "q3": "the solution's code (1.00)"},
+    }, found
+    # the solution sheet (no checks, no markers) serves as the solution notebook does
+    assert grade_all.code_copies(files, qs, sheet, blank) == found
+    # near_copies names them too, under the autograded question, beside the written answers' flags
+    assert grade_all.near_copies(files, qs, {}, solution=solution, blank=blank) == found
+    assert grade_all.near_copies(files, qs, {}) == {
+        who: flagged for who, flagged in found.items() if who != "emil.ipynb"
+    }, "without the solution, the students are compared with each other only"
+    assert grade_all.code_copies(files, qs, solution, blank, skip=("q1", "q3")) == {}
+
+
+def test_a_code_near_copy_is_named_and_keeps_its_autograded_points(tmp_path, monkeypatch, capsys):
+    """grade_all.py --collate --completion on a class where dora's code is anna's and emil's the
+    solution's: named on stderr and in every collated file, with the kit's solution notebook
+    (NAME/autograder/NAME.ipynb, else the solution sheet); the autograder's points stay in the
+    gradebook. Without a solution notebook, stderr says once that code is compared between
+    submissions only."""
+    grade_all = problem_sets.grade_all_module()
+    name = "ps1_measures"
+    qs = problem_sets.questions(name)
+    kit = tmp_path / "kit"
+    (kit / name / "autograder").mkdir(parents=True)
+    (kit / name / "student").mkdir()
+    (kit / name / "autograder" / "autograder.zip").write_bytes(b"")
+    (kit / name / "questions.json").write_text(json.dumps(qs))
+    (kit / name / "rubric.md").write_text(problem_sets.rubric(name))
+    _set_notebook(kit / name / "student" / f"{name}.ipynb", {})
+    solution = _set_notebook(kit / name / "autograder" / f"{name}.ipynb", CODE_SOLUTION)
+    subs = _class_with_code(tmp_path / "subs")["anna"].parent
+    points = {q["name"]: float(q["points"]) for q in qs if not q["manual"]}
+
+    def otter(autograder, submission, results, timeout):  # every autograded point, as otter's
+        tests = [{"name": q, "score": p, "max_score": p, "output": ""} for q, p in points.items()]
+        return {"tests": tests}
+
+    monkeypatch.setattr(grade_all, "HERE", kit)
+    monkeypatch.setattr(grade_all, "run_otter", otter)
+    assert grade_all.solution_notebook(name) == solution
+    out = tmp_path / "graded"
+    argv = [name, str(subs), "--out", str(out), "--collate", "--no-rerun"]
+    assert grade_all.main([*argv, "--completion"]) == 0
+    err = capsys.readouterr().err
+    code = {
+        line.split(": ")[1]: line
+        for line in err.splitlines()
+        if re.match(r"grade_all: \w+\.ipynb: code alike", line)
+    }
+    assert sorted(code) == ["anna.ipynb", "dora.ipynb", "emil.ipynb"], err
+    assert code["emil.ipynb"].endswith(
+        "q1 alike the solution's code (1.00); q3 alike the solution's code (1.00)"
+    ), err
+    assert "q1 alike anna.ipynb's code (1.00)" in code["dora.ipynb"], err
+    assert "its autograded points stand" in code["dora.ipynb"], err
+    assert "near-copies" not in err and "compared between submissions only" not in err, err
+    with (out / f"grades-{name}.csv").open(newline="") as handle:
+        rows = {r["file"]: r for r in csv.DictReader(handle)}
+    for who in ("anna", "dora", "emil", "hal", "blank"):
+        row = rows[f"{who}.ipynb"]
+        assert {q: float(row[q]) for q in points} == points, row
+        assert float(row["auto_awarded"]) == sum(points.values()), row
+    collated = (out / "by-question" / f"{name}-q4.md").read_text()
+    dora = collated.split("## dora.ipynb")[1].split("## ")[0]
+    assert (
+        "**Code near-copy: q1 alike anna.ipynb's code (1.00); q3 alike anna.ipynb's code (1.00) "
+        "(its autograded points stand).**" in dora
+    ), dora
+    assert "Code near-copy" not in collated.split("## hal.ipynb")[1].split("## ")[0], collated
+    # the solution sheet where otter's solution notebook is not beside the script; neither: said once
+    solution.unlink()
+    sheet = kit / name / "solutions" / f"{name}-solutions.ipynb"
+    sheet.parent.mkdir()
+    _set_notebook(sheet, CODE_SOLUTION, sheet=True)
+    assert grade_all.solution_notebook(name) == sheet
+    sheet.unlink()
+    assert grade_all.solution_notebook(name) is None
+    assert grade_all.main([*argv, "--reuse"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("compared between submissions only") == 1, err
+    assert "emil.ipynb: code alike" not in err and "dora.ipynb: code alike" in err, err
+
+
 def test_collated_code_shows_its_rerun_and_flags_saved_outputs_it_does_not_reproduce(
     tmp_path, questions
 ):

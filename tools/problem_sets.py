@@ -1204,7 +1204,10 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         'as earning no credit ("softmax becomes linear for long prompts");',
         "  - a near-copy (also named by `--collate`): an answer that holds the set's model answer, or "
         "half of it or more (the solutions are public), or two students' answers much alike. Each is "
-        "flagged in the collated file, for you to read (a flag is not a verdict).",
+        "flagged in the collated file, for you to read (a flag is not a verdict). The code written "
+        "for each autograded question is compared too, with the solution's and the other "
+        "students' (from 40 tokens of the student's own, comments and layout aside): code much "
+        "alike is named on the console and in the collated files, and keeps its autograded points.",
         "",
         "  The marks it enters stay out of the feedback until you have read them over and run "
         "`--reuse`; marks already in the gradebook stay in it, so a late student's run leaves the "
