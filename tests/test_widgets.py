@@ -288,7 +288,11 @@ def test_a_stated_precision_accepts_the_rounded_key_and_rejects_a_wrong_digit(ca
     assert check(2.053) and check(2.0529373) and check(2.0526)
     assert "Correct (to 4 significant digits)" in capsys.readouterr().out
     assert not check(2.054) and not check(2.052)
-    assert "give 4 significant digits" in capsys.readouterr().out
+    said = capsys.readouterr().out  # right to 3 digits, not 4: named as close, as the site's box
+    assert said.count("close, right to 3 significant digits but not 4") == 2, said
+    assert not check(2.07)  # off in the third digit: an error, not a rounding
+    said = capsys.readouterr().out
+    assert "off by 0.0083 (relative error)" in said and "close" not in said, said
     assert make_check(lambda: -0.000123456, digits=3)(-0.000123)
     assert not make_check(lambda: -0.000123456, digits=3)(-0.000124)
     function = make_check(lambda x: 3.14159 * x, digits=3, inputs=[(1.0,), (2.0,)])

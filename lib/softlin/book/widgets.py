@@ -540,10 +540,14 @@ def make_check(
                             f"your answer{where} is {words} the expected value (a factor 2 "
                             "lost or added somewhere?)"
                         )
-                asked = "" if digits is None else f"; give {digits} significant digits"
+                if digits is not None and digits > 1 and err <= 10 * allowed:
+                    return (  # as the site's box says: right to one digit fewer than asked
+                        f"your answer{where} is close, right to {digits - 1} significant digits "
+                        f"but not {digits}: a slip in the last digit, or a small term missing?"
+                    )
                 return (
                     f"your answer{where} is off by {err / scale if scale else err:.2g} (relative "
-                    f"error{asked})"
+                    "error)"
                 )
             worst = max(worst, err / scale if scale else err)
         return worst
