@@ -173,29 +173,27 @@ def _section(page: str, n: int) -> str:
     return page.split("<section")[n + 1].split("</section>")[0]
 
 
-def test_a_figure_slide_reveals_its_check_with_the_figure(tmp_path, monkeypatch):
-    """The lines a check printed answer the question a figure slide asks: on a figure
-    slide they are part of the figure's fragment (the same reveal.js index: shown
-    together), wherever the outline puts them; elsewhere a check shows at once."""
+def test_a_check_s_printed_lines_go_to_the_presenter_notes(tmp_path, monkeypatch):
+    """A lecture slide holds a statement and a few bullets: the lines a check printed are quoted in
+    the slide's presenter notes ("What the lesson measured"), never drawn on the slide, where they
+    would also give a figure's answer away; the figure is still a fragment."""
     stage = _mini_stage(tmp_path)
     monkeypatch.setattr(slides, "OUTLINES", tmp_path / "outlines")
     _outline(
         tmp_path,
         [
             {"figure": "fig-x", "check": "auto"},
-            {"check": "auto", "figure": "fig-x"},
-            {"prf": "lem-x", "check": "x "},
+            {"prf": "lem-x", "check": "x ", "notes": "say it"},
         ],
     )
     page = slides.build_deck("99_small", stage, 9, write=False)["html"]
-    together = re.compile(r'class="(check )?fragment" data-fragment-index="0"')
     for n in (1, 2):
         slide = _section(page, n)
-        assert '<figure class="fragment" data-fragment-index="0"' in slide, slide
-        assert '<div class="check fragment" data-fragment-index="0">' in slide, slide
-        assert len(together.findall(slide)) == 2, slide
-    plain = _section(page, 3)
-    assert '<div class="check">' in plain and "fragment" not in plain, plain
+        shown, notes = slide.split('<aside class="notes">')
+        assert 'class="check' not in shown and "What the lesson measured" not in shown, shown
+        assert "What the lesson measured" in notes and "<pre><code" in notes, notes
+    assert '<figure class="fragment" data-fragment-index="0"' in _section(page, 1)
+    assert _section(page, 2).index("say it") < _section(page, 2).index("What the lesson measured")
 
 
 def _png(width: int, height: int) -> str:

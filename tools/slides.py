@@ -33,21 +33,22 @@ Outline format (YAML)::
         caption: Marker area is the weight.         # optional: the short caption
         check: "tilted mean"                        # lines printed by a check that start with this (or a
                                                     # list of such starts), or `auto`: the lines of the
-                                                    # one visible check_* cell
+                                                    # one visible check_* cell; in the notes
         exercises: [ex-ch1-one-token]               # one label or a list: title and statement
         section: Summary                            # the markdown of a `## ` section of the lesson
         notes: |                                    # presenter notes (speaker view only)
           ...
 
-The items of a slide are drawn in the order they are written; ``notes`` are never drawn.
+The items of a slide are drawn in the order they are written; ``notes`` are never drawn, and a
+``check``'s printed lines join the notes ("What the lesson measured"): a lecture slide holds a
+statement and a few bullets, and the lecturer quotes the numbers where they help.
 
 **Figures for a lecture hall.** A figure fills the height its slide leaves (up to the
 full width), so its slide shows a short caption: "Figure N.M." and the first sentence of
 the lesson's caption, or the slide's own ``caption`` where that sentence does not serve
 (with only numbers the lesson's caption has). The whole caption opens the slide's
-presenter notes, and a check on a figure slide is drawn compact. The figure appears on a
-key press, once the room has predicted it, and the slide's check with it (one fragment:
-its numbers would give the figure's answer away). Until then the slide shows the question its notes
+presenter notes. The figure appears on a
+key press, once the room has predicted it. Until then the slide shows the question its notes
 ask ("Ask for a prediction before the next key press shows the figure: ...?"), for a room that sees
 no notes. The figure is the lesson's 2x PNG,
 laid out at the size the lesson shows it at: sharp on a projector.
@@ -88,7 +89,7 @@ from build_book import ROOT, chapter_title, lessons
 
 OUTLINES = ROOT / "book" / "slides"
 ITEMS = tuple("title text prf figure caption check exercises section notes".split())
-MAX_CHECK_LINES = 6  # a slide shows at most this many printed lines of a check
+MAX_CHECK_LINES = 6  # the notes show at most this many printed lines of a check
 FIT_FLOOR = 70  # percent: the smallest type a slide is shrunk to so that it fits its frame
 MIN_FIGURE = 300  # pixels: the smallest height a figure is shrunk to, to leave room
 FIGURE_ROOM = 700  # pixels: a figure grows until its slide is this high
@@ -408,7 +409,7 @@ def check_lines(lesson: Lesson, spec, where: str) -> list[str]:
         found = [line for one in spec for line in check_lines(lesson, str(one), where)]
         if len(found) > MAX_CHECK_LINES:
             raise OutlineError(
-                f"{where}: {len(found)} lines match {spec!r} (at most {MAX_CHECK_LINES} fit a slide)"
+                f"{where}: {len(found)} lines match {spec!r} (at most {MAX_CHECK_LINES} fit the notes)"
             )
         return found
     if spec == "auto":  # the check's verdict, from a visible cell first, else a folded one
@@ -427,7 +428,7 @@ def check_lines(lesson: Lesson, spec, where: str) -> list[str]:
             )
     if len(found) > MAX_CHECK_LINES:
         raise OutlineError(
-            f"{where}: {len(found)} lines match {spec!r} (at most {MAX_CHECK_LINES} fit a slide): "
+            f"{where}: {len(found)} lines match {spec!r} (at most {MAX_CHECK_LINES} fit the notes): "
             f"{found[:6]}"
         )
     return found
@@ -567,14 +568,9 @@ def _render_slide(lesson: Lesson, r: Renderer, slide: dict, where: str, rel: str
     if "caption" in slide and "figure" not in slide:
         raise OutlineError(f"{where}: `caption` is the short caption of a `figure`")
     # On a figure slide the figure is a fragment (it appears on a key press, once the
-    # room has predicted it), and so is the check: numbers printed before the figure
-    # shows would give its answer away. Both have reveal.js's fragment index 0: they
-    # appear together.
+    # room has predicted it), with reveal.js's fragment index 0.
     index = ' data-fragment-index="0"'
     figure_attrs = f' class="fragment"{index}'
-    check_attrs = ' class="check"'
-    if "figure" in slide:
-        check_attrs = f' class="check fragment"{index}'
     for key, value in slide.items():
         if key == "title":
             parts.append(f"<h2>{r.inline(str(value))}</h2>")
@@ -631,14 +627,15 @@ def _render_slide(lesson: Lesson, r: Renderer, slide: dict, where: str, rel: str
                 f"{number}</span> {r.inline(short)}</figcaption></figure>"
             )
         elif key == "check":
+            # what the lesson's check printed goes to the presenter notes, not the slide: a
+            # lecture slide holds a statement and a few bullets, and the lecturer quotes the
+            # numbers where they help (they would also give a figure's answer away)
             lines = check_lines(lesson, value if isinstance(value, list) else str(value), where)
             gloss = " SE: a standard error." if any(" SE " in x for x in lines) else ""
-            parts.append(
-                f"<div{check_attrs}>"
-                '<p class="check-title">What the lesson measured '
-                f"({html.escape(lesson.mode)} mode).{gloss}</p><pre>"
-                + "\n".join(unbroken_numbers(html.escape(x)) for x in lines)
-                + "</pre></div>"
+            extra_notes.append(
+                f"**What the lesson measured** ({lesson.mode} mode).{gloss}\n\n```text\n"
+                + "\n".join(lines)
+                + "\n```"
             )
         elif key == "exercises":
             for entry in as_list(value):
