@@ -1283,16 +1283,25 @@ def own_tokens(sources: list[str], template: list[str]) -> list[str]:
     """The tokens of code cells' ``sources`` (:func:`code_tokens`) less those of the template handed
     out, ``template`` (the student version's cells' tokens: a function's header and docstring,
     ``...``): the tokens that difflib does not match, in order, with the template's."""
+    return _unmatched(code_tokens(sources), template)
+
+
+def _unmatched(ours: list[str], theirs: list[str]) -> list[str]:
+    """The tokens of ``ours`` that difflib does not match, in order, with ``theirs``."""
     import difflib
 
-    ours = code_tokens(sources)
     kept, start = [], 0
-    for block in difflib.SequenceMatcher(
-        None, ours, template, autojunk=False
-    ).get_matching_blocks():
+    for block in difflib.SequenceMatcher(None, ours, theirs, autojunk=False).get_matching_blocks():
         kept += ours[start : block.a]
         start = block.a + block.size
     return kept
+
+
+#: Code whose own tokens the solution's hold, in order, to this share or more is named as the
+#: solution's in part (:func:`code_copies`), even where the solution has lines the student left out
+#: (a demonstration ``print``) and the ratio of the two falls under :data:`ALIKE`: a pasted body of
+#: 58 tokens held whole in a solution of 88 scores 0.79 by ratio, 1.0 held.
+CODE_HELD = 0.95
 
 
 def _token_ratio(a: list[str], b: list[str], threshold: float) -> float:
@@ -1321,9 +1330,12 @@ def code_copies(
     question's code (:func:`autograded_code`) is compared by difflib's ratio of its own tokens
     (:func:`own_tokens`: less what ``blank``, the student version handed out, already held there);
     code with fewer than :data:`CODE_MIN_TOKENS` tokens of its own is not compared (honest answers
-    to a short function coincide), nor a question left as the template. Without ``solution`` the
-    submissions are compared with each other only. A renamed variable is not seen through. A flag
-    for the grader to read: it changes no autograded point."""
+    to a short function coincide), nor a question left as the template. Code the solution holds
+    whole, or nearly (:data:`CODE_HELD`), is named as the solution's in part. Two submissions are
+    named as alike only where they are more alike each other than either is to the solution: where a
+    question dictates the code, honest answers are alike the solution's too. Without ``solution``
+    the submissions are compared with each other only. A renamed variable is not seen through. A
+    flag for the grader to read: it changes no autograded point."""
     names = [q["name"] for q in questions if not q["manual"] and q["name"] not in skip]
     template = autograded_code(blank) if blank is not None else {}
     theirs = autograded_code(solution) if solution is not None else {}
@@ -1342,15 +1354,26 @@ def code_copies(
             if len(tokens := own_tokens(by_q.get(q, []), blank_tokens)) >= CODE_MIN_TOKENS
         }
         model = own_tokens(theirs.get(q, []), blank_tokens)
+        to_model = {}  # how alike the solution's code each answer is: its ratio, or its share held
         for name, tokens in own.items():
-            if len(model) >= CODE_MIN_TOKENS and (
-                (score := _token_ratio(tokens, model, threshold)) >= threshold
-            ):
+            if len(model) < CODE_MIN_TOKENS:
+                continue
+            score = _token_ratio(tokens, model, 0.0)
+            held = 1 - len(_unmatched(tokens, model)) / len(tokens)
+            to_model[name] = max(score, held)
+            if score >= threshold:
                 flag(name, q, f"the solution's code ({score:.2f})")
+            elif held >= CODE_HELD:
+                flag(name, q, f"the solution's code, in part ({held:.2f} of it held there)")
         ordered = sorted(own)
         for i, one in enumerate(ordered):
             for other in ordered[i + 1 :]:
-                if (score := _token_ratio(own[one], own[other], threshold)) >= threshold:
+                score = _token_ratio(own[one], own[other], threshold)
+                # two answers are named as alike only where they are more alike each other than
+                # either is to the solution: code a question dictates (how to draw the tokens)
+                # makes honest answers alike the solution's, and a pasted solution alike them
+                explained = max(to_model.get(one, 0.0), to_model.get(other, 0.0))
+                if score >= threshold and score > explained:
                     flag(one, q, f"{other}'s code ({score:.2f})")
                     flag(other, q, f"{one}'s code ({score:.2f})")
     return found

@@ -1074,6 +1074,40 @@ def test_code_alike_the_solution_s_or_another_student_s_is_named(tmp_path):
     assert grade_all.code_copies(files, qs, solution, blank, skip=("q1", "q3")) == {}
 
 
+def test_code_the_solution_holds_is_named_and_dictated_code_is_not_a_pair(tmp_path):
+    """A solution body pasted without its demonstration print scores under ALIKE by ratio but is
+    held whole in the solution's code: named as the solution's, in part. Two answers alike because
+    one is the solution and the other follows it closely (as where a question dictates the code)
+    are not named as a pair: they are no more alike each other than one is to the solution; a pair
+    alike each other beyond that still is."""
+    grade_all = problem_sets.grade_all_module()
+    qs = problem_sets.questions("ps1_measures")
+    blank = _set_notebook(tmp_path / "student.ipynb", {})
+    solution = _set_notebook(tmp_path / "solution.ipynb", CODE_SOLUTION)
+    body = _sheet_code(CODE_SOLUTION["q1"]).split("\nprint(")[0]  # the demonstration line left out
+    close = body.replace("centred", "c")  # the solution followed, a name changed
+    folder = tmp_path / "subs"
+    folder.mkdir()
+    paths = [
+        _set_notebook(folder / "emil.ipynb", {"q1": body}),
+        _set_notebook(folder / "bob.ipynb", {"q1": close}),
+    ]
+    template = grade_all.code_tokens([CODE_TEMPLATE["q1"]])
+    model = grade_all.own_tokens(grade_all.autograded_code(solution)["q1"], template)
+    emil = grade_all.own_tokens([body], template)
+    bob = grade_all.own_tokens([close], template)
+    assert grade_all._token_ratio(emil, model, 0.0) < grade_all.ALIKE  # the ratio misses it
+    assert grade_all._token_ratio(emil, bob, 0.0) >= grade_all.ALIKE  # alike, through the solution
+    found = grade_all.code_copies(paths, qs, solution, blank)
+    assert found["emil.ipynb"] == {"q1": "the solution's code, in part (1.00 of it held there)"}, (
+        found
+    )
+    assert "emil.ipynb" not in found.get("bob.ipynb", {}).get("q1", ""), found
+    # without the solution to explain it, the pair is named
+    alone = grade_all.code_copies(paths, qs, None, blank)
+    assert "bob.ipynb's code" in alone["emil.ipynb"]["q1"], alone
+
+
 def test_a_code_near_copy_is_named_and_keeps_its_autograded_points(tmp_path, monkeypatch, capsys):
     """grade_all.py --collate --completion on a class where dora's code is anna's and emil's the
     solution's: named on stderr and in every collated file, with the kit's solution notebook
