@@ -300,7 +300,7 @@ def _ch6_match():
     "ex-ch6-tilt",
     digits=3,
     hint="Hint: written in u^2 = r^2 / b*^2, the constant sees Sigma only through tr Sigma; "
-    "r* = b* u*, with b*^2 = sqrt(tr Sigma^-2) = sqrt 5 here.",
+    "what does that leave to change between the two covariances?",
 )
 def _ch6_tilt():
     from softlin import experiment
