@@ -136,6 +136,9 @@ ROOT = HERE.parent
 IN_KIT = (HERE / "sources").is_dir() and not (ROOT / "lib" / "softlin").is_dir()
 SOURCES = HERE / "sources" if IN_KIT else ROOT / "course" / "problem_sets"
 OUT = ROOT / "_build" / "problem-sets"
+#: A pipe inside a Markdown table cell (a message quoting |T_L - T(a)|), escaped so the table keeps
+#: its columns and the cell shows the pipe itself.
+PIPE = "\\|"
 QUESTION = re.compile(r"```\{raw-cell\}\n# BEGIN QUESTION\n(?P<config>.*?)```", re.S)
 PLACEHOLDER = re.compile(r"\{\{(?P<name>\w+)(?::(?P<fmt>[^{}]*))?\}\}")
 
@@ -577,7 +580,7 @@ def rubric(name: str, variant: int | None = None) -> str:
             "|---|---:|---|",
         ]
         lines += [
-            f"| {q} | {pts:g} | {msg.replace('|', '/')} |"
+            f"| {q} | {pts:g} | {msg.replace('|', PIPE)} |"  # a pipe, escaped in its table cell
             for q, rows in tests.items()
             for pts, msg in rows
         ]
