@@ -218,7 +218,9 @@ def test_the_rubric_gives_each_hidden_test_its_points_and_they_add_up_to_the_que
             )
             for points, message in rows:
                 assert message, f"{name} {q}: a hidden test has no failure message"
-                assert f"| {q} | {points:g} | {message.replace('|', '/')} |" in text, (name, q)
+                assert (
+                    f"| {q} | {points:g} | {message.replace('|', problem_sets.PIPE)} |" in text
+                ), (name, q)
 
 
 # The derivation each autograded question rests on, graded by hand, where a numerical method passes the code.
