@@ -461,3 +461,38 @@ def test_the_answer_box_refuses_a_key_it_cannot_round():
             widgets.answer_box("ex-demo", bad, 3)
     with pytest.raises(ValueError, match="digits"):
         widgets.answer_box("ex-demo", 1.0, 0)
+
+
+def test_a_show_that_part_gets_its_steps_folded_one_inside_the_other(monkeypatch, capsys):
+    """With no answer yet, the check cell of an exercise with a "show that" part shows its step hints
+    below the answer box: in a notebook as HTML ``details``, step k + 1 inside step k, so a reader opens
+    one step at a time (and the print style leaves them out); in plain Python as a numbered list. Once
+    an answer is given, only the verdict is printed."""
+    with_steps = [label for label, key in KEYS.items() if key.steps]
+    assert len(with_steps) >= 6, with_steps
+    for label in with_steps:
+        assert all(isinstance(s, str) and len(s) > 30 for s in KEYS[label].steps), label
+    shown = []
+    monkeypatch.setattr(widgets, "_no_answer_yet", lambda message, box=None: shown.append("box"))
+    widgets.answer_check("ex-ch4-gronwall", None)
+    out = capsys.readouterr().out
+    steps = KEYS["ex-ch4-gronwall"].steps
+    assert shown == ["box"] and "Stuck on the proof?" in out, out
+    assert all(f"Step {k}. {s}" in out for k, s in enumerate(steps, 1)), out
+    assert widgets.answer_check("ex-ch4-gronwall", 0.199) == True
+    assert "Stuck" not in capsys.readouterr().out  # an answer gets its verdict only
+
+    displayed = []
+    monkeypatch.setattr("IPython.get_ipython", lambda: object())
+    monkeypatch.setattr(
+        "IPython.display.display", lambda data, raw=False: displayed.append(data["text/html"])
+    )
+    widgets._proof_steps(("first <step>", "second", "third"))
+    html = displayed.pop()
+    assert html.startswith('<div class="softlin-proof-steps">'), html
+    assert html.count("<details>") == 3 and "first &lt;step&gt;" in html, html
+    nested = html.index("Step 1 of 3") < html.index("Step 2 of 3") < html.index("Step 3 of 3")
+    assert nested and html.index("</details>") > html.index("third"), html  # 3 inside 2 inside 1
+    css = Path(__file__).resolve().parents[1] / "book" / "_ext" / "static" / "book_site.css"
+    hidden = [ln for ln in css.read_text().splitlines() if "softlin-proof-steps" in ln]
+    assert hidden and "display: none" in hidden[0], "the print style keeps the step hints"

@@ -9,8 +9,10 @@ ship with softlin, so a reader who opens this file finds them: the exercises are
 work (the graded problem sets keep their hidden tests out of softlin).
 """
 
+# ruff: noqa: RUF001 (the step hints write their mathematics in Unicode)
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 from dataclasses import dataclass, field
@@ -42,6 +44,9 @@ class Key:
     # arguments of that value and how the site names it ("C(0.5)"); the site's answer box asks for it
     site_at: tuple | None = None
     site_what: str = ""
+    # the exercise's "show that" part, as hints a reader unfolds one at a time (plain text, Unicode
+    # mathematics: they show in every front end); the check cell shows them while it has no answer
+    steps: tuple[str, ...] = ()
 
 
 #: Every exercise with a numerical answer, by its label in the book.
@@ -350,3 +355,55 @@ def _ch7_floor(*, m):
     a = A @ m - torch.linalg.solve(sigma, m)  # the tilt A x_q + v at x_q = m
     mu = sl.GaussianMeasure(m, sigma)  # 1 / (ESS / L) = exp(Lambda(2a) - 2 Lambda(a))
     return float(torch.exp(mu.log_mgf(2 * a) - 2 * mu.log_mgf(a)))
+
+
+# --- Step hints for the "show that" parts -----------------------------------------------------------
+
+_STEPS = {
+    "ex-ch1-query-key": (
+        "Write the output over the prompt as a ratio of sums, not averages: numerator "
+        "N = Σᵢ e^(zᵢᵀUz) Vzᵢ, denominator D = Σᵢ e^(zᵢᵀUz) = L e^(Λ_μ̂(Uz)), so T = N/D.",
+        "The query as a token adds e^(zᵀUz)·Vz to N and e^(zᵀUz) to D. Subtract N/D from the new "
+        "ratio over the common denominator D(D + e^(zᵀUz)).",
+        "The change's numerator stays bounded while D grows like L: the change is O(1/L). For the "
+        "limit of L × change, let Λ_μ̂ → Λ_μ(a) = aᵀΓa/2 and T[μ̂_L] → VΓa, with a = Uz.",
+    ),
+    "ex-ch3-sigma": (
+        "Write each token as zᵢ = σxᵢ with xᵢ ~ N(0, 1). What are the scores zᵢ·u·z in terms of xᵢ?",
+        "The scores are xᵢ(σu)z: the weights are the standard model's at scale σu. The output, a "
+        "weighted mean of σxᵢ, is σ times that model's output; check that the limit σ²uz is also σ "
+        "times its limit.",
+        "So the squared error is σ² times the standard model's at σu. Replace u by σu in the "
+        "heuristic exponent −1/(2u²) and in its threshold u² = ½.",
+    ),
+    "ex-ch4-gronwall": (
+        "Multiply by the integrating factor: compute (e^(−β∞t) E(t))′ and bound it with the hypothesis.",
+        "Integrate that bound from 0 to t, using E(0) = 0, then multiply by e^(β∞t).",
+        "For the second bound, write e^x − 1 as the integral of e^y from 0 to x and bound the integrand. "
+        "For attainment, look for an E that satisfies the hypothesis with equality.",
+    ),
+    "ex-ch5-invariant": (
+        "Differentiate: d/dt ‖A‖²_F = 2⟨A, Ȧ⟩ and d/dt b² = 2bḃ. Insert the flow's Ȧ and ḃ and "
+        "compare the two traces.",
+        "Zero risk: R∞ = ½ tr(ΔΣΔᵀ) with Δ = bΣA − I, and Σ is positive definite, so R∞ = 0 forces "
+        "Δ = 0, that is A = Σ⁻¹/b.",
+        "Balance then reads ‖Σ⁻¹‖²_F / b² = b². For an unbalanced start, the conserved value "
+        "k = ‖A‖²_F − b² replaces 0: solve tr(Σ⁻²)/b² − b² = k for b² > 0.",
+    ),
+    "ex-ch7-ess": (
+        "Write ESS/L = ((1/L)Σᵢ ωᵢ)² / ((1/L)Σᵢ ωᵢ²) with ωᵢ = e^(a xᵢ), dividing 1/Σᵢpᵢ² by L.",
+        "Apply the law of large numbers to the numerator's mean and to the denominator's: their "
+        "limits are e^(Λ(a)) and e^(Λ(2a)), finite when E e^(2ax) < ∞.",
+        "For the uniform law, e^(Λ(a)) = sinh(√3 a)/(√3 a). At large a, compare how the tilted law "
+        "piles its mass near the edge √3 with a Gaussian's, pushed ever further out.",
+    ),
+    "ex-ch7-floor": (
+        "With the bias the tilt is a = Ax_q + a₀. By Lemma 2.1 the tilted mean of x is m + Σa: write "
+        "the prediction b wᵀ(m + ΣAx_q + Σa₀).",
+        "Choose a₀ so that the constant part m + Σa₀ vanishes; what is left equals wᵀx_q when bΣA = I.",
+        "The effective sample size is divided by e^(aᵀΣa): evaluate the tilt at x_q = m and at x_q = 0, "
+        "with and without a₀, for A = Σ⁻¹/b.",
+    ),
+}
+for _label, _steps in _STEPS.items():
+    KEYS[_label] = dataclasses.replace(KEYS[_label], steps=_steps)

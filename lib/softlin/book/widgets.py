@@ -369,6 +369,55 @@ def _no_answer_yet(message: str, box: dict[str, str] | None = None) -> None:
     )  # fmt: skip
 
 
+def _check_by_key(label: str, key, compute, answer):
+    """answer_check's verdict by label: with no answer, the site's box (a number, or the one value a
+    function answer names) where it has one; else the check of ``answer`` against the key."""
+    if answer is None and key.inputs is None and key.digits is not None:
+        _no_answer_yet(
+            NO_ANSWER, answer_box(label, _as_array(compute()), key.digits, hint=key.hint)
+        )
+        return _Verdict(False)
+    if answer is None and key.site_at is not None and key.digits is not None:
+        # a function answer: the site's box asks for the one value the exercise names
+        value = _as_array(compute(*key.site_at))
+        _no_answer_yet(NO_ANSWER, answer_box(label, value, key.digits, key.site_what, key.hint))
+        return _Verdict(False)
+    check = make_check(
+        compute, rtol=key.rtol, atol=key.atol, digits=key.digits, inputs=key.inputs, hint=key.hint
+    )
+    return check(answer)
+
+
+def _proof_steps(steps: tuple[str, ...]) -> None:
+    """Show an exercise's step hints for its "show that" part, each folded inside the one before (HTML
+    ``details``: a reader opens one step at a time, on the site, in Jupyter and in Colab); plain text
+    lists them. Left out of the printed handouts, like the no-answer note."""
+    import html
+
+    head = "Stuck on the proof? Its steps, one at a time"
+    text = head + ":\n" + "\n".join(f"  Step {k}. {s}" for k, s in enumerate(steps, 1))
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:  # pragma: no cover - IPython ships with the book's requirements
+        get_ipython = None
+    if get_ipython is None or get_ipython() is None:
+        print(text)
+        return
+    inner = ""
+    for k in range(len(steps), 0, -1):  # step k holds the summary of step k + 1 and its text
+        inner = (
+            f"<details><summary>Step {k} of {len(steps)}</summary>"
+            f"<p>{html.escape(steps[k - 1])}</p>{inner}</details>"
+        )
+    display(
+        {"text/plain": text,
+         "text/html": f'<div class="softlin-proof-steps">'
+                      f"<p>{html.escape(head)}:</p>{inner}</div>"},
+        raw=True,
+    )  # fmt: skip
+
+
 def answer_check(
     expected,
     *args,
@@ -409,27 +458,10 @@ def answer_check(
                 f"(keyword arguments), got {sorted(objects) or 'nothing'}"
             )
         compute = functools.partial(_in_float64, key.compute, **objects)
-        if args[0] is None and key.inputs is None and key.digits is not None:
-            _no_answer_yet(
-                NO_ANSWER, answer_box(expected, _as_array(compute()), key.digits, hint=key.hint)
-            )
-            return _Verdict(False)
-        if args[0] is None and key.site_at is not None and key.digits is not None:
-            # a function answer: the site's box asks for the one value the exercise names
-            value = _as_array(compute(*key.site_at))
-            _no_answer_yet(
-                NO_ANSWER, answer_box(expected, value, key.digits, key.site_what, key.hint)
-            )
-            return _Verdict(False)
-        check = make_check(
-            compute,
-            rtol=key.rtol,
-            atol=key.atol,
-            digits=key.digits,
-            inputs=key.inputs,
-            hint=key.hint,
-        )
-        return check(args[0])
+        verdict = _check_by_key(expected, key, compute, args[0])
+        if args[0] is None and key.steps:  # below the answer box: the proof's step hints
+            _proof_steps(key.steps)
+        return verdict
     if args or objects:
         raise TypeError(
             "answer_check(expected) with a callable key takes only rtol, atol, digits, inputs and "
