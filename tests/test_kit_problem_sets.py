@@ -14,6 +14,9 @@ graded locally without Docker.
   c, and Theorem 5.2's cap (or the largest start without its factor 2) for set 3's largest start.
 * The public checks carry no points (all autograded points are on hidden checks), so an answer that
   only passes the public checks, such as a stub returning constants, earns nothing.
+* An answer right in part earns that part's points: set 2's simulation with the standard error
+  missing its / sqrt(n) earns 1 of question 3's 1.5 points (the estimate's two hidden checks), and the
+  failed hidden check's message names the standard error.
 * Shortcuts score nothing on their question (public check included): set 2's simulation replaced by
   C_1 typed in or C_1 plus seeded noise (the hidden checks redraw the prompts from the seed), and set
   3's questions 1 and 4 answered by the library's constants (the checks watch the function run).
@@ -33,6 +36,9 @@ graded locally without Docker.
   and only how many hidden checks failed: none of the hidden checks' messages (they state hidden inputs
   and expected values), told apart by otter's "Public Tests" entry (checked against the autograder's
   own hidden flags).
+* The kit README's bubblewrap sandbox (``problem_sets.SANDBOX``), run as printed where bwrap works,
+  gives the solution with a hostile cell full marks, and the cell's writes to the home and the kit,
+  its read of ``~/.ssh`` and its connections all fail.
 * ``autograder.zip`` lists torch, scipy and softlin (at the commit the set installs) among its
   requirements, for Gradescope, which builds its own environment from the zip.
 * The site hosts the student versions and nothing else of the sets (``problem_sets.publish``, run by
@@ -628,6 +634,57 @@ def test_a_shortcut_scores_nothing_on_its_question(built, tmp_path, label):
     score, possible = graded["questions"][question]
     assert score == 0 < possible, (label, graded)
     # the other questions keep their points: the shortcut broke nothing else
+    others = [s == p for q, (s, p) in graded["questions"].items() if q != question]
+    assert all(others), (label, graded)
+
+
+# Answers right in part: the hidden checks that the right part passes give their points, and each
+# failed hidden check's message names the part that failed: (set, question, the cell replaced, the
+# answer, its points on the question, the start of each failed hidden check's message).
+_SIM = problem_sets.parameters()["ps2_concentration"]
+_SIMULATION = (  # set 2's question 3 with the default set's numbers, n and the standard error as given
+    "def simulate_constant(n, seed):\n"
+    f"    lam, a, L = {_SIM['lam']}, {_SIM['q3_a']}, {_SIM['q3_L']}\n"
+    "{n}"
+    "    g = torch.Generator().manual_seed(seed)\n"
+    "    tokens = torch.empty(n, L, 1).exponential_(lam, generator=g)\n"
+    "    out = sl.softmax_attention(tokens, torch.ones(n, 1, 1), a * torch.eye(1), torch.eye(1))[:, 0, 0]\n"
+    "    sq = L * (out - 1 / (lam - a)) ** 2\n"
+    "    return float(sq.mean()), {se}\n"
+)
+_STDERR_FAILED = "The standard error (the pair's second element) is not the standard deviation"
+PARTIAL = {
+    # the estimate right everywhere, the standard error without its / sqrt(n): 1 of 1.5
+    "ps2 q3 the standard deviation for the standard error": (
+        "ps2_concentration",
+        "q3",
+        "def simulate_constant",
+        _SIMULATION.format(n="", se="float(sq.std())"),
+        1.0,
+        (_STDERR_FAILED,),
+    ),
+    # 4 000 prompts whatever n is asked: right only at the hidden seed's n = 4 000, for the estimate
+    "ps2 q3 n fixed at 4 000": (
+        "ps2_concentration",
+        "q3",
+        "def simulate_constant",
+        _SIMULATION.format(n="    n = 4000\n", se="float(sq.std() / math.sqrt(n))"),
+        0.5,
+        ("At other seeds and sizes the estimate", _STDERR_FAILED),
+    ),
+}
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("label", PARTIAL)
+def test_an_answer_right_in_part_earns_that_part_s_points(built, tmp_path, label):
+    name, question, starts, source, points, messages = PARTIAL[label]
+    graded = problem_sets.grade(name, _replace(built, tmp_path, name, starts, source), built)
+    assert graded["questions"][question][0] == points, (label, graded)
+    hidden = [m for is_hidden, m in graded["failed"][question] if is_hidden]
+    assert len(hidden) == len(messages), (label, hidden)
+    for start in messages:
+        assert any(m.startswith(start) for m in hidden), (label, start, hidden)
     others = [s == p for q, (s, p) in graded["questions"].items() if q != question]
     assert all(others), (label, graded)
 
@@ -1887,3 +1944,103 @@ def test_the_rehearsal_grades_a_mock_class_through_the_term(built):
     grades = {r["student"]: r for r in csv.DictReader((hard / "course-grades.csv").open())}
     assert sorted(grades) == ["ada", "ben", "cleo", "dan", "eve"], grades
     assert all(r["course_percent"] for r in grades.values()), grades
+
+
+# A cell a hostile student could add: each attempt's outcome goes to $REPORT (in graded/, writable).
+HOSTILE = """
+import json, os, socket
+home, kit, tried = os.path.expanduser("~"), os.environ["KIT"], {}
+def attempt(what, action):
+    try:
+        action()
+        tried[what] = "succeeded"
+    except Exception as exc:
+        tried[what] = f"failed: {type(exc).__name__}: {exc}"
+attempt("write home", lambda: open(os.path.join(home, "pwned.txt"), "w").write("x"))
+attempt("write kit", lambda: open(os.path.join(kit, "pwned.txt"), "w").write("x"))
+attempt("append to grade_all.py", lambda: open(os.path.join(kit, "grade_all.py"), "a").write("#"))
+attempt("read ~/.ssh", lambda: open(os.path.join(home, ".ssh", "id_rsa")).read())
+attempt("connect loopback", lambda: socket.create_connection(("127.0.0.1", int(os.environ["PORT"])), 3))
+attempt("connect by address", lambda: socket.create_connection(("1.1.1.1", 53), 3))
+with open(os.environ["REPORT"], "w") as f:
+    json.dump(tried, f)
+"""
+
+
+@pytest.mark.book
+def test_the_readme_s_sandbox_grades_alike_and_stops_a_hostile_notebook(built, tmp_path):
+    """The kit README's bubblewrap command (``problem_sets.SANDBOX``), run as printed in a copy of the
+    kit with a home of its own holding ``~/.ssh/id_rsa``, grades the solution with a hostile cell
+    added: full marks, while the cell's writes to the home and the kit, its read of ``~/.ssh`` and
+    its connections (to a port listening on this machine's loopback, and by address) all fail. Skipped
+    where bubblewrap is not installed or cannot make its namespaces."""
+    import hashlib
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    if not shutil.which("bwrap"):
+        pytest.skip("bubblewrap is not installed (apt-get install bubblewrap)")
+    probe = subprocess.run(
+        ["bwrap", "--ro-bind", "/", "/", "--unshare-all", "true"], capture_output=True, check=False
+    )
+    if probe.returncode:
+        pytest.skip(f"bwrap cannot make its namespaces here: {probe.stderr.decode()[-300:]}")
+    assert problem_sets.SANDBOX in (built / "README.md").read_text()
+    name = "ps1_measures"
+    kit, home = tmp_path / "kit", tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("SECRET-KEY")
+    kit.mkdir()
+    shutil.copytree(built / name, kit / name)
+    for file in [built / "grade_all.py", *built.glob("softlin-*.whl")]:
+        shutil.copyfile(file, kit / file.name)
+    before = hashlib.sha256((kit / "grade_all.py").read_bytes()).hexdigest()
+    nb = json.loads((built / name / "autograder" / f"{name}.ipynb").read_text())
+    at = next(i for i, c in enumerate(nb["cells"]) if "".join(c["source"]).startswith("def tilt_"))
+    cell = {"cell_type": "code", "execution_count": None, "id": "hostile", "metadata": {}}
+    nb["cells"].insert(at + 1, {**cell, "outputs": [], "source": HOSTILE.strip()})
+    (kit / "set1").mkdir()
+    (kit / "set1" / "hostile.ipynb").write_text(json.dumps(nb))
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        listener.setblocking(False)
+        env = dict(
+            os.environ,
+            HOME=str(home),
+            PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+            KIT=str(kit),
+            PORT=str(listener.getsockname()[1]),
+            REPORT=str(kit / "graded" / "hostile.json"),
+        )
+        done = subprocess.run(
+            ["bash", "-c", problem_sets.SANDBOX],
+            cwd=kit,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nothing reached it
+    rows = list(csv.DictReader((kit / "graded" / f"grades-{name}.csv").open()))
+    assert [r["file"] for r in rows] == ["hostile.ipynb"], rows
+    assert float(rows[0]["auto_awarded"]) == problem_sets.points(name)[1] > 0, rows
+    tried = json.loads((kit / "graded" / "hostile.json").read_text())
+    assert sorted(tried) == sorted(
+        ["write home", "write kit", "append to grade_all.py", "read ~/.ssh"]
+        + ["connect loopback", "connect by address"]
+    ), tried
+    # the home it sees is an empty scratch folder: the write lands there and is gone with it
+    assert not (home / "pwned.txt").exists() and sorted(os.listdir(home)) == [".ssh"]
+    for what in tried.keys() - {"write home"}:
+        assert tried[what].startswith("failed"), (what, tried[what])
+    assert "Read-only file system" in tried["write kit"], tried
+    assert "Read-only file system" in tried["append to grade_all.py"], tried
+    assert "FileNotFoundError" in tried["read ~/.ssh"], tried
+    assert not (kit / "pwned.txt").exists()
+    assert hashlib.sha256((kit / "grade_all.py").read_bytes()).hexdigest() == before
+    for file in (kit / "graded").rglob("*"):
+        assert not file.is_file() or b"SECRET-KEY" not in file.read_bytes(), file

@@ -218,7 +218,8 @@ def _inputs(rng: random.Random | None) -> dict:
         "ps2_seed": seed(),
         # lambda_max(M) up to 0.3: the Gauss-Hermite reference of set 2's question 2 was checked to 1e-10
         # there; the simulation's tilt up to 0.2 lambda (4a < lambda, so its standard error is itself
-        # reliable) and L from 500: its hidden test wants the standard error below 6 % of C_1 at n = 4000
+        # reliable) and L from 500: its hidden test wants the redrawn prompts' standard error below 6 % of
+        # C_1 at n = 4000
         "ps2_lmax": u(0.2, 0.3),
         "ps2_sim": (round(rng.uniform(0.1, 0.2), 3), rng.randrange(500, 1501, 50), seed()),
         "ps3_seeds": (seed(), seed(), seed()),
@@ -1076,6 +1077,22 @@ FINAL_GRADES = HERE / "final_grades.py" if IN_KIT else ROOT / "course" / "final_
 REHEARSE = HERE / "rehearse.py" if IN_KIT else ROOT / "course" / "rehearse.py"
 
 
+#: The kit README's sandbox for ``grade_all.py`` (step 1): bubblewrap, run in the kit folder with the
+#: grading ``python``; the whole filesystem read-only but ``graded/`` and a private /tmp, the home an
+#: empty tmpfs (the Python install re-bound, even under it), no network, no capabilities, killed with
+#: its parent. Tested on Debian 12 with bubblewrap 0.8.0 (tests/test_kit_problem_sets.py runs it on a
+#: hostile notebook where bwrap is installed).
+SANDBOX = (
+    "mkdir -p graded && P=$(python -c 'import sys; print(sys.prefix)') "
+    "B=$(python -c 'import sys; print(sys.base_prefix)') && "
+    'bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --tmpfs "$HOME" '
+    '--ro-bind "$B" "$B" --ro-bind "$P" "$P" --ro-bind "$PWD" "$PWD" '
+    '--bind "$PWD/graded" "$PWD/graded" --chdir "$PWD" '
+    "--unshare-all --new-session --die-with-parent --cap-drop ALL "
+    '"$P/bin/python3" grade_all.py ps1_measures set1/'
+)
+
+
 def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> None:
     which = "" if variant is None else f" (variant {variant}, drawn from the seed {variant})"
     lines = [
@@ -1129,9 +1146,6 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "",
         "## 1. Install, once",
         "",
-        "- **Students' code runs on your machine.** Without Docker, otter runs each submitted notebook "
-        "as you, with your files in reach: grade inside a container or a virtual machine, or at "
-        "least as a user who owns nothing but the grading folder.",
         "- Grading needs no GPU and no repository. On Linux, first "
         f"`pip install torch=={TORCH} --index-url https://download.pytorch.org/whl/cpu` (the torch "
         "these sets were tested with; it avoids the multi-GB CUDA build). Where that index is out of "
@@ -1141,6 +1155,21 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "wheel beside this file: `pip install otter-grader==7.0.0 ipykernel torch scipy "
         "./softlin-*.whl` (or, with network, "
         f'`pip install otter-grader==7.0.0 ipykernel torch scipy "{softlin}"`).',
+        "- **Students' code runs on your machine, as you.** On Linux, sandbox it with bubblewrap "
+        "(`apt-get install bubblewrap`): from this folder, holding the submissions, with the "
+        "`python` you grade with, run step 2's command thus (set 1):",
+        "",
+        "  ```bash",
+        f"  {SANDBOX}",
+        "  ```",
+        "",
+        "  It then has no network, an empty home, every other file read-only but `graded/` (the "
+        "default `--out`) and a private `/tmp`, and stops with the command. It can still read files "
+        "outside your home and your environment variables, write `graded/`, and use all memory: "
+        "`(ulimit -v 4000000; COMMAND)` caps it at 4 GB. Tested on Debian 12, bubblewrap 0.8.0: the "
+        "same points; a hostile notebook wrote nothing to your home or this folder, read no "
+        "`~/.ssh`, opened no connection. On macOS or Windows: a Linux virtual machine or Docker "
+        "(untested).",
         "",
         "## 2. Grade a set: `grade_all.py`",
         "",
@@ -1413,10 +1442,12 @@ def publish(html_dir: Path) -> list[Path]:
 def grade(name: str, submission: Path, out: Path = OUT, variant: int | None = None) -> dict:
     """Grade one submission against the set's autograder (public and hidden tests), in this Python
     environment; return ``{"questions": {q: (awarded, possible)}, "auto": (awarded, possible),
-    "manual_possible": {q: possible}}``: the autograded questions with their points awarded and
-    possible, their totals, and the points possible of each question graded by hand (nothing is awarded
-    for those here: they are graded with the rubric). ``out`` and ``variant`` must be those of the
-    build."""
+    "manual_possible": {q: possible}, "failed": {q: [(hidden, message), ...]}}``: the autograded
+    questions with their points awarded and possible, their totals, the points possible of each
+    question graded by hand (nothing is awarded for those here: they are graded with the rubric), and
+    each autograded question's failed checks, whether hidden and their failure messages (for the
+    grader: the students' feedback quotes no hidden check's). ``out`` and ``variant`` must be those of
+    the build."""
     from otter.api import grade_submission
 
     autograder = out / name / "autograder" / "autograder.zip"
@@ -1432,16 +1463,22 @@ def grade(name: str, submission: Path, out: Path = OUT, variant: int | None = No
         shutil.copyfile(submission, copy)
         results = grade_submission(str(copy), str(autograder), quiet=True)
     qs = {q["name"]: q for q in questions(name, variant)}
-    scores = {}
+    scores, failed = {}, {}
     for q in qs.values():
         if q["manual"]:
             continue
         result = results.results.get(q["name"])
         scores[q["name"]] = (float(result.score) if result else 0.0, q["points"])
+        failed[q["name"]] = [
+            (bool(r.test_case.hidden), str(r.test_case.failure_message or "").strip())
+            for r in (result.test_case_results if result else [])
+            if not r.passed
+        ]
     return {
         "questions": scores,
         "auto": (sum(s for s, _ in scores.values()), sum(p for _, p in scores.values())),
         "manual_possible": {q["name"]: q["points"] for q in qs.values() if q["manual"]},
+        "failed": failed,
     }
 
 
