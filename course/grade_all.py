@@ -57,8 +57,8 @@ a hand mark in the gradebook lies outside its range (:func:`mark_problems`: 1 ty
 With ``--collate`` or ``--completion`` it also names near-copies (:func:`near_copies`): a written
 answer at least :data:`ALIKE` alike the model answer of the set's rubric.md (the solutions are
 public), or another student's, and one pasting :data:`PARTLY` of the model answer's sentences
-(:func:`pasted`); and the code a student wrote for an autograded question that is :data:`ALIKE`
-alike the solution's code or another student's, from :data:`CODE_MIN_TOKENS` tokens of the
+(:func:`pasted`); and the code a student wrote for an autograded question that is
+:data:`CODE_SOLUTION_ALIKE` alike the solution's code or :data:`ALIKE` alike another student's, from :data:`CODE_MIN_TOKENS` tokens of the
 student's own on (:func:`code_copies`: the template handed out, comments and layout left out).
 They are named on stderr and in the collated files, and ``--completion`` leaves a written answer
 holding the model answer, whole or in part, or another student's, unmarked, for the grader to read;
@@ -1303,6 +1303,12 @@ def _unmatched(ours: list[str], theirs: list[str]) -> list[str]:
 #: 58 tokens held whole in a solution of 88 scores 0.79 by ratio, 1.0 held.
 CODE_HELD = 0.95
 
+#: Code is named as the solution's by ratio (:func:`code_copies`) from this score on, above
+#: :data:`ALIKE`: a lecturer's own answers to set 3, written without the solution at hand, scored
+#: 0.81 and 0.83 alike the solution's code (the calls a question names, and the set's variable
+#: names, are shared); a pasted solution scores 1.0, and one with a line or two changed above 0.9.
+CODE_SOLUTION_ALIKE = 0.9
+
 
 def _token_ratio(a: list[str], b: list[str], threshold: float) -> float:
     """difflib's ratio of two token lists, or an upper bound of it under ``threshold`` (difflib's
@@ -1325,7 +1331,8 @@ def code_copies(
 ) -> dict[str, dict[str, str]]:
     """The code written for the autograded questions (but those in ``skip``) that is alike the
     ``solution``'s (a notebook: :func:`solution_notebook`) or another submission's, at ``threshold``
-    or more: ``{file name: {question: what it is alike}}``, e.g. ``{"emil.ipynb": {"q1": "the
+    or more (the solution's at :data:`CODE_SOLUTION_ALIKE` or more): ``{file name: {question: what it
+    is alike}}``, e.g. ``{"emil.ipynb": {"q1": "the
     solution's code (1.00)"}}``, ``{"dora.ipynb": {"q1": "anna.ipynb's code (1.00)"}}``. Each
     question's code (:func:`autograded_code`) is compared by difflib's ratio of its own tokens
     (:func:`own_tokens`: less what ``blank``, the student version handed out, already held there);
@@ -1361,7 +1368,7 @@ def code_copies(
             score = _token_ratio(tokens, model, 0.0)
             held = 1 - len(_unmatched(tokens, model)) / len(tokens)
             to_model[name] = max(score, held)
-            if score >= threshold:
+            if score >= max(threshold, CODE_SOLUTION_ALIKE):
                 flag(name, q, f"the solution's code ({score:.2f})")
             elif held >= CODE_HELD:
                 flag(name, q, f"the solution's code, in part ({held:.2f} of it held there)")
@@ -2352,9 +2359,10 @@ def main(argv: list[str] | None = None) -> int:
         code = [f"{q} alike {what}" for q, what in flagged.items() if q not in hand_graded]
         if code:
             print(
-                f"grade_all: {file}: code alike the solution's or another submission's (at least "
-                f"{ALIKE:g} alike, from {CODE_MIN_TOKENS} tokens of the student's own), for you to "
-                "read; its autograded points stand: " + "; ".join(code),
+                f"grade_all: {file}: code alike the solution's (at least "
+                f"{CODE_SOLUTION_ALIKE:g}) or another submission's (at least {ALIKE:g}), from "
+                f"{CODE_MIN_TOKENS} tokens of the student's own, for you to read; its autograded "
+                "points stand: " + "; ".join(code),
                 file=sys.stderr,
             )
     (args.out / "feedback" / args.name).mkdir(parents=True, exist_ok=True)
