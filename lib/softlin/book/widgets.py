@@ -345,28 +345,29 @@ def answer_box(label: str, key, digits: int, what: str = "", hint: str = "") -> 
     }
 
 
-def _no_answer_yet(message: str, box: dict[str, str] | None = None) -> None:
-    """Say that a check cell has no answer yet: printed outside IPython; in a notebook, as text and as
-    HTML of class ``softlin-no-answer``, which the site shows on screen and leaves out of the printed
-    handouts (the sentence means nothing on paper). With ``box`` (:func:`answer_box`), the HTML carries
-    its data, from which the site draws a box where a reader types the answer and checks it."""
+def _show(text: str, html_text: str) -> None:
+    """Print ``text`` outside IPython; in a notebook, display it with ``html_text`` as its HTML."""
     try:
         from IPython import get_ipython
         from IPython.display import display
     except ImportError:  # pragma: no cover - IPython ships with the book's requirements
         get_ipython = None
     if get_ipython is None or get_ipython() is None:
-        print(message)
+        print(text)
         return
+    display({"text/plain": text, "text/html": html_text}, raw=True)
+
+
+def _no_answer_yet(message: str, box: dict[str, str] | None = None) -> None:
+    """Say that a check cell has no answer yet: printed outside IPython; in a notebook, as text and as
+    HTML of class ``softlin-no-answer``, which the site shows on screen and leaves out of the printed
+    handouts (the sentence means nothing on paper). With ``box`` (:func:`answer_box`), the HTML carries
+    its data, from which the site draws a box where a reader types the answer and checks it."""
     import html
 
     data = "".join(f' data-{k}="{html.escape(v)}"' for k, v in (box or {}).items())
     kind = "softlin-no-answer softlin-answer-box" if box else "softlin-no-answer"
-    display(
-        {"text/plain": message,
-         "text/html": f'<p class="{kind}"{data}>{html.escape(message)}</p>'},
-        raw=True,
-    )  # fmt: skip
+    _show(message, f'<p class="{kind}"{data}>{html.escape(message)}</p>')
 
 
 def _check_by_key(label: str, key, compute, answer):
@@ -396,26 +397,13 @@ def _proof_steps(steps: tuple[str, ...]) -> None:
 
     head = "Stuck on the proof? Its steps, one at a time"
     text = head + ":\n" + "\n".join(f"  Step {k}. {s}" for k, s in enumerate(steps, 1))
-    try:
-        from IPython import get_ipython
-        from IPython.display import display
-    except ImportError:  # pragma: no cover - IPython ships with the book's requirements
-        get_ipython = None
-    if get_ipython is None or get_ipython() is None:
-        print(text)
-        return
     inner = ""
     for k in range(len(steps), 0, -1):  # step k holds the summary of step k + 1 and its text
         inner = (
             f"<details><summary>Step {k} of {len(steps)}</summary>"
             f"<p>{html.escape(steps[k - 1])}</p>{inner}</details>"
         )
-    display(
-        {"text/plain": text,
-         "text/html": f'<div class="softlin-proof-steps">'
-                      f"<p>{html.escape(head)}:</p>{inner}</div>"},
-        raw=True,
-    )  # fmt: skip
+    _show(text, f'<div class="softlin-proof-steps"><p>{html.escape(head)}:</p>{inner}</div>')
 
 
 def answer_check(
