@@ -95,6 +95,33 @@ MESSAGE = re.compile(r"^\s*(\w+) - (\d+) message: (.*)$")
 RESULT = re.compile(r"^\s*(\w+) - (\d+) result:\s*$")
 
 
+#: What grading imports (module: the package that provides it), README.md's step 1 installs them all.
+GRADING_PACKAGES = {
+    "otter": "otter-grader==7.0.0",
+    "ipykernel": "ipykernel",
+    "torch": "torch",
+    "scipy": "scipy",
+    "softlin": "the softlin wheel beside this script",
+}
+
+
+def require_grading_packages(prog: str) -> None:
+    """Stop with a message naming what this Python lacks of :data:`GRADING_PACKAGES` (before any
+    submission is run, instead of every one failing alike), and how to install it."""
+    import importlib.util
+
+    missing = [
+        f"{m} ({p})" for m, p in GRADING_PACKAGES.items() if importlib.util.find_spec(m) is None
+    ]
+    if missing:
+        raise SystemExit(
+            f"{prog}: this Python ({sys.executable}) cannot import {', '.join(missing)}; grading "
+            "needs them all. Install them into it as README.md, step 1, says (torch from its CPU "
+            "index first, then: pip install otter-grader==7.0.0 ipykernel torch scipy "
+            "./softlin-*.whl), or run this script with the Python where they are installed."
+        )
+
+
 class NotGraded(Exception):
     """otter left no results for a submission (not a notebook of this set, or an empty one)."""
 
@@ -2131,6 +2158,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{TIMEOUT:g})",
     )
     args = parser.parse_args(argv)
+    require_grading_packages("grade_all")
     if args.except_question and not args.completion:
         parser.error("argument --except-question: only with --completion")
     if not args.timeout > 0:

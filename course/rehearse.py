@@ -338,6 +338,10 @@ def main(argv=None) -> int:
         "--out", type=Path, default=HERE / "rehearsal", help="default: ./rehearsal (emptied first)"
     )
     args = parser.parse_args(argv)
+    sys.path.insert(0, str(HERE))
+    from grade_all import require_grading_packages
+
+    require_grading_packages("rehearse")
     out = args.out.resolve()
     start = time.perf_counter()
     shutil.rmtree(out, ignore_errors=True)

@@ -56,6 +56,8 @@ import json
 import math
 import re
 import shutil
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -1375,6 +1377,37 @@ def test_reused_results_of_another_set_are_refused(tmp_path):
     over = {**own, auto[0]["name"]: (9.0, float(auto[0]["points"]))}
     with pytest.raises(SystemExit, match="more than the points possible"):
         grade_all.check_results(results(over), questions, "ps1_measures", tmp_path)
+
+
+@pytest.mark.parametrize("script", ["grade_all.py", "rehearse.py"])
+def test_a_python_without_the_grader_stops_with_what_to_install(script, tmp_path):
+    """Run with a Python that cannot import otter (here: ours without its site-packages, ``-S``),
+    grade_all.py and rehearse.py stop at once, exit 1, with no traceback, naming every package
+    missing and the install line of README.md's step 1, before any submission runs or any folder
+    is written."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-S",
+            str(ROOT / "course" / script),
+            *(
+                ["ps1_measures", str(tmp_path)]
+                if script == "grade_all.py"
+                else ["--out", str(tmp_path / "rehearsal")]
+            ),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    message = done.stderr
+    assert done.returncode == 1, f"{script} exited {done.returncode}: {message}"
+    assert "Traceback" not in message, f"{script} printed a traceback:\n{message}"
+    for name in ("otter", "softlin", "torch", "scipy"):
+        assert "cannot import" in message and name in message, f"{name} not named:\n{message}"
+    assert "pip install otter-grader==7.0.0" in message and "README.md, step 1" in message, message
+    assert not (tmp_path / "rehearsal").exists(), f"{script} wrote a folder before stopping"
 
 
 def test_feedback_names_the_errors_the_students_code_raised(tmp_path):
