@@ -59,7 +59,9 @@ answer at least :data:`ALIKE` alike the model answer of the set's rubric.md (the
 public), or another student's, and one pasting :data:`PARTLY` of the model answer's sentences
 (:func:`pasted`); and the code a student wrote for an autograded question that is
 :data:`CODE_SOLUTION_ALIKE` alike the solution's code or :data:`ALIKE` alike another student's, from :data:`CODE_MIN_TOKENS` tokens of the
-student's own on (:func:`code_copies`: the template handed out, comments and layout left out).
+student's own on (:func:`code_copies`: the template handed out, comments and layout left out;
+not against the solution on a question whose prompt prescribes the code, ``prescribed`` in
+questions.json).
 They are named on stderr and in the collated files, and ``--completion`` leaves a written answer
 holding the model answer, whole or in part, or another student's, unmarked, for the grader to read;
 a code flag changes no autograded point. The marks a
@@ -1365,12 +1367,14 @@ def code_copies(
     (:func:`own_tokens`: less what ``blank``, the student version handed out, already held there);
     code with fewer than :data:`CODE_MIN_TOKENS` tokens of its own is not compared (honest answers
     to a short function coincide), nor a question left as the template. Code the solution holds
-    whole, or nearly (:data:`CODE_HELD`), is named as the solution's in part. Two submissions are
+    whole, or nearly (:data:`CODE_HELD`), is named as the solution's in part, but on a question
+    ``prescribed`` in ``questions`` (its prompt gives the calls to make). Two submissions are
     named as alike only where they are more alike each other than either is to the solution: where a
     question dictates the code, honest answers are alike the solution's too. Without ``solution``
     the submissions are compared with each other only. A renamed variable is not seen through. A
     flag for the grader to read: it changes no autograded point."""
     names = [q["name"] for q in questions if not q["manual"] and q["name"] not in skip]
+    prescribed = {q["name"] for q in questions if q.get("prescribed")}
     template = autograded_code(blank) if blank is not None else {}
     theirs = autograded_code(solution) if solution is not None else {}
     code = {f.name: autograded_code(f) for f in files}
@@ -1395,6 +1399,8 @@ def code_copies(
             score = _token_ratio(tokens, model, 0.0)
             held = 1 - len(_unmatched(tokens, model)) / len(tokens)
             to_model[name] = max(score, held)
+            if q in prescribed:  # the prompt gives the calls: honest code is the solution's
+                continue
             if score >= max(threshold, CODE_SOLUTION_ALIKE):
                 flag(name, q, f"the solution's code ({score:.2f})")
             elif held >= CODE_HELD:

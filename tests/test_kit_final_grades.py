@@ -75,7 +75,7 @@ def test_the_built_sets_have_the_points_the_scheme_counts(questions):
     totals = {n: sum(float(q["points"]) for q in qs) for n, qs in questions.items()}
     assert totals == {"ps1_measures": 10, "ps2_concentration": 12, "ps3_regression": 15}, totals
     report = [q for q in questions["ps3_regression"] if q["name"] == final_grades.REPORT[1]]
-    assert report == [{"name": "q5", "points": 6.0, "manual": True}], report
+    assert report == [{"name": "q5", "points": 6.0, "manual": True, "prescribed": False}], report
     assert final_grades.SET_POINTS == totals, (
         "SET_POINTS (for a set not graded yet) is not as built"
     )
@@ -1018,7 +1018,7 @@ def test_code_alike_the_solution_s_or_another_student_s_is_named(tmp_path):
     """The code a student wrote for an autograded question is compared, less the template handed
     out, comments and layout, with the solution notebook's and the class's (grade_all.code_copies,
     through near_copies): dora's code, anna's laid out anew, and emil's, the solution sheet's
-    verbatim, are named; hal's, written independently, is not; a two-line function identical to the
+    verbatim, are named (emil's but on question 3, whose prompt prescribes the code); hal's, written independently, is not; a two-line function identical to the
     solution's (hal's, and emil's own copy of it) or to a classmate's is too short to be compared."""
     grade_all = problem_sets.grade_all_module()
     qs = problem_sets.questions("ps1_measures")
@@ -1062,8 +1062,16 @@ def test_code_alike_the_solution_s_or_another_student_s_is_named(tmp_path):
     assert found == {
         "anna.ipynb": {"q1": "dora.ipynb's code (1.00)", "q3": "dora.ipynb's code (1.00)"},
         "dora.ipynb": {"q1": "anna.ipynb's code (1.00)", "q3": "anna.ipynb's code (1.00)"},
-        "emil.ipynb": {"q1": "the solution's code (1.00)", "q3": "the solution's code (1.00)"},
+        "emil.ipynb": {"q1": "the solution's code (1.00)"},
     }, found
+    # question 3's prompt prescribes the calls (questions.json: prescribed), so code alike the
+    # solution's is not named there; a question not prescribed names the same code
+    assert [q["name"] for q in qs if q["prescribed"]] == ["q3"], qs
+    unprescribed = [{**q, "prescribed": False} for q in qs]
+    assert grade_all.code_copies(files, unprescribed, solution, blank)["emil.ipynb"] == {
+        "q1": "the solution's code (1.00)",
+        "q3": "the solution's code (1.00)",
+    }
     # the solution sheet (no checks, no markers) serves as the solution notebook does
     assert grade_all.code_copies(files, qs, sheet, blank) == found
     # near_copies names them too, under the autograded question, beside the written answers' flags
@@ -1145,9 +1153,7 @@ def test_a_code_near_copy_is_named_and_keeps_its_autograded_points(tmp_path, mon
         if re.match(r"grade_all: \w+\.ipynb: code alike", line)
     }
     assert sorted(code) == ["anna.ipynb", "dora.ipynb", "emil.ipynb"], err
-    assert code["emil.ipynb"].endswith(
-        "q1 alike the solution's code (1.00); q3 alike the solution's code (1.00)"
-    ), err
+    assert code["emil.ipynb"].endswith("q1 alike the solution's code (1.00)"), err
     assert "q1 alike anna.ipynb's code (1.00)" in code["dora.ipynb"], err
     assert "its autograded points stand" in code["dora.ipynb"], err
     assert "near-copies" not in err and "compared between submissions only" not in err, err

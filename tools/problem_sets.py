@@ -512,15 +512,28 @@ def read_notebook(name: str, variant: int | None = None):
 # --- questions and rubrics -----------------------------------------------------------------------------
 
 
+#: The autograded questions whose prompt prescribes the code (the calls to make, on the numbers it
+#: gives): an honest answer is the solution's token for token, so grade_all.py does not name code
+#: there as the solution's (``prescribed`` in questions.json); set 1's question 3 names
+#: ``sl.EmpiricalMeasure`` and ``sl.attention_limit``, and a lecturer's answer with them scored 1.00.
+PRESCRIBED_CODE = {"ps1_measures": ("q3",)}
+
+
 def questions(name: str, variant: int | None = None) -> list[dict]:
-    """Each question's ``name``, ``points`` and ``manual`` flag, from the source's question configs."""
+    """Each question's ``name``, ``points`` and ``manual`` flag, from the source's question configs,
+    and ``prescribed`` (:data:`PRESCRIBED_CODE`)."""
     import yaml
 
     out = []
     for m in QUESTION.finditer(source(name, variant)):
         cfg = yaml.safe_load(m.group("config"))
         out.append(
-            {"name": cfg["name"], "points": float(cfg["points"]), "manual": bool(cfg.get("manual"))}
+            {
+                "name": cfg["name"],
+                "points": float(cfg["points"]),
+                "manual": bool(cfg.get("manual")),
+                "prescribed": cfg["name"] in PRESCRIBED_CODE.get(name, ()),
+            }
         )
     return out
 
@@ -1238,7 +1251,8 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "half of it or more (the solutions are public), or two students' answers much alike. Each is "
         "flagged in the collated file, for you to read (a flag is not a verdict). The code written "
         "for each autograded question is compared too, with the solution's and the other "
-        "students' (from 40 tokens of the student's own, comments and layout aside): code much "
+        "students' (from 40 tokens of the student's own, comments and layout aside; not with the "
+        "solution's on set 1's question 3, whose prompt gives the calls to make): code much "
         "alike is named on the console and in the collated files, and keeps its autograded points.",
         "",
         "  The marks it enters stay out of the feedback until you have read them over and run "
