@@ -123,6 +123,26 @@ def test_course_grades_follow_the_scheme(tmp_path, questions, capsys):
         assert float(row["course_percent"]) == pytest.approx(course, abs=0.051), (student, row)
 
 
+def test_a_pure_copier_keeps_the_share_of_the_grade_the_guide_states(tmp_path, questions, capsys):
+    """The lecturer's guide says a copied set keeps its autograded points, "about N % of the grade":
+    a student with every autograded point of the three sets and nothing else (no hand mark, no
+    report, checks 0 and 0) gets that course grade from final_grades.py, to the nearest percent."""
+    for name, qs in questions.items():
+        auto = {q["name"]: float(q["points"]) for q in qs if not q["manual"]}
+        hand = {q["name"]: 0.0 for q in qs if q["manual"]}
+        _gradebook(tmp_path, name, qs, {"dana": {**auto, **hand}})
+    _checks(tmp_path, [["dana", 0, 0]])
+    assert final_grades.main([str(tmp_path)]) == 0, capsys.readouterr().err
+    with (tmp_path / "course-grades.csv").open(newline="") as handle:
+        got = float(next(csv.DictReader(handle))["course_percent"])
+    guide = (ROOT / "book" / "lecturer_guide.md").read_text()
+    stated = re.search(r"keeps its autograded points, about (\d+) % of the grade", guide)
+    assert stated, "the guide no longer states what a copied set keeps"
+    assert round(got) == int(stated[1]), (
+        f"a copier's course grade is {got:.2f} %; the guide says about {stated[1]} %"
+    )
+
+
 def test_other_weights_change_the_course_grade_as_computed_by_hand(tmp_path, questions, capsys):
     """--weights SETS,REPORT,CHECKS (percent, summing to 100) replaces the default 30,40,30; anything
     else is refused, naming the argument and what it expects."""
