@@ -500,8 +500,8 @@ def run_time_sentence(record: dict, mode: str, jobs: int) -> str:
     cores = os.cpu_count() or 1
     # the mode and the number of chapters run at once are on the status page, for those who need them
     return (
-        f"{spent} when this site was built ({cores} CPU core{'s' if cores > 1 else ''}; "
-        + "the {doc}`status` page has every chapter's)"
+        f"{spent} when this site was built ({cores} CPU core{'s' if cores > 1 else ''}, "
+        + "more on a busy machine; the {doc}`status` page has every chapter's)"
     )
 
 
