@@ -401,6 +401,12 @@ SCRIPT_JS = r"""() => {
       s => s.innerText.trim().length > s.querySelector('h2').innerText.length + 20).length,
     formulas: document.querySelectorAll('mjx-container').length,
     raw: /\\\(|\\\[|\$\$/.test(document.body.innerText),
+    // what sticks out past the notes' column (MathJax's hidden assistive copies aside): printed, one
+    // such line makes Chromium shrink every page to fit it, and clips it all the same
+    wide: [...document.querySelectorAll('main.script *')]
+      .filter(e => !e.closest('mjx-assistive-mml') && e.getBoundingClientRect().right
+                   > document.querySelector('main.script').getBoundingClientRect().right + 1)
+      .map(e => e.tagName + ': ' + e.textContent.slice(0, 60)),
   };
 }"""
 
@@ -553,12 +559,14 @@ def test_the_deck_fits_its_frame_typesets_its_formulas_and_needs_no_network(deck
 def test_the_speaker_notes_print_slide_by_slide_on_a_few_pages(decks, md):
     """The deck's ?script view (the handouts' NN_name-notes.pdf) lists every slide with its notes,
     formulas typeset, and prints on at most a page for every three slides (reveal.js's own notes
-    print took two pages a slide)."""
+    print took two pages a slide), with nothing wider than its column (a long check line wraps: r67's
+    lecturer found the printed notes shrunk to about 7.5 pt and the check lines clipped)."""
     d = decks[1][md.stem]
     assert d is not None, f"no deck for {md.stem} in the built site"
     notes = d["script"]
     assert notes["items"] == notes["with_notes"] == d["slides"], (md.stem, notes, d["slides"])
     assert not notes["raw"] and notes["formulas"] > 0, (md.stem, notes)
+    assert not notes["wide"], f"{md.stem}: wider than the printed notes' column: {notes['wide']}"
     assert notes["pdf_pages"] <= max(1, -(-d["slides"] // 3)), (
         f"{md.stem}: the speaker notes print on {notes['pdf_pages']} pages for {d['slides']} slides"
     )

@@ -920,6 +920,10 @@ body.script-view .lead { color: #555; font-size: 9.5pt; margin: 0 0 0.8em; }
 body.script-view section { break-inside: avoid; border-top: 1px solid #ccc; padding: 0.3em 0; }
 body.script-view h2 { font-size: 11.5pt; margin: 0.1em 0 0.2em; color: #0072B2; }
 body.script-view p { margin: 0.2em 0; }
+/* a printed check line or a long name wraps: one line wider than the page would make the print shrink
+   every page to fit it, and still clip it */
+body.script-view pre { white-space: pre-wrap; overflow-wrap: anywhere; font-size: 9.5pt; margin: 0.3em 0; }
+body.script-view code { overflow-wrap: anywhere; }
 @media print { @page { size: A4; margin: 14mm; } body.script-view { margin: 0; max-width: none; } }
 """
 
