@@ -1234,33 +1234,26 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "graded by hand; mark from the collated files, enter the marks in the gradebook, then "
         "`python grade_all.py NAME submissions/ --reuse` rewrites the feedback with them (from the "
         "kept results, without running otter again).",
-        "- **For completion** (the default grading): `--completion` enters, where a hand mark is "
-        "still empty, the question's full points when the student wrote an answer and 0 otherwise, "
-        "for you to read over. It leaves these answers unmarked and named, for you to mark:",
-        "  - an answer of under 15 words and formula symbols a point of its question (a 3-point "
-        "question asks 45), with one line of formula at most and no "
-        "code;",
-        "  - one that names fewer than two of the model answer's terms, filler such as "
-        '"I used autograd and it works";',
-        '  - one that says it is unsure ("not sure", "I don\'t know", "I think", "maybe", "TODO"), '
-        "however long;",
-        "  - an answer with no formula (no `$`, `=`, `<` or `>`, no code) to a question that asks "
-        'for a derivation ("show your derivation"), and one that holds a phrase its rubric quotes '
-        'as earning no credit ("softmax becomes linear for long prompts");',
-        "  - a near-copy (also named by `--collate`): an answer that holds the set's model answer, or "
-        "half of it or more (the solutions are public), or two students' answers much alike. Each is "
-        "flagged in the collated file, for you to read (a flag is not a verdict). The code written "
-        "for each autograded question is compared too, with the solution's and the other "
-        "students' (from 40 tokens of the student's own, comments and layout aside; not with the "
-        "solution's on set 1's question 3, whose prompt gives the calls to make): code much "
-        "alike is named on the console and in the collated files, and keeps its autograded points.",
+        "- **For completion** (the default grading): `--completion` fills each empty hand mark with "
+        "the question's full points where the student wrote an answer, 0 where not, for you to read "
+        "over. It leaves blank, and names, the answers to mark yourself:",
+        "  - too short: under 15 words and formula symbols a point (45 for a 3-point question), one "
+        "formula line at most, no code;",
+        "  - off the point: fewer than two of the model answer's terms (\"I used autograd and it "
+        'works"), or a phrase the rubric gives no credit ("softmax becomes linear for long '
+        'prompts");',
+        '  - unsure, however long: "not sure", "I don\'t know", "I think", "maybe", "TODO";',
+        "  - a derivation with no formula (no `$`, `=`, `<`, `>` or code);",
+        "  - a near-copy (also named by `--collate`): the model answer, half of it or more, or "
+        "another student's answer. A flag is not a verdict.",
         "",
-        "  The marks it enters stay out of the feedback until you have read them over and run "
-        "`--reuse`; marks already in the gradebook stay in it, so a late student's run leaves the "
-        "others' marks alone. The feedback then labels each of them *for completion: not checked for "
-        "correctness* and quotes the question's criterion for full credit from its rubric, for the "
-        "student to check the answer against the solution sheet (a mark you change is labelled as "
-        "yours; `graded/completion-NAME.json` records which marks are the completion pass's).",
+        "  Code for the autograded questions is compared too, with the solution's and the other "
+        "students' (from 40 tokens of the student's own; not with the solution's on set 1's "
+        "question 3, whose prompt gives the calls): code much alike is named, and keeps its points. "
+        "The marks `--completion` enters reach the feedback only when you run `--reuse`, labelled "
+        "*for completion: not checked for correctness*, with the rubric's criterion for full credit; "
+        "marks already in the gradebook stay, so a late student's run leaves the others' alone "
+        "(`graded/completion-NAME.json` records which marks are the pass's).",
         "- **Set 3's report** (question 5): add `--except-question q5`; its rubric marks it item by "
         "item in `graded/report-marks-ps3_regression.csv` (a row per reading, a second reader's in a "
         "row of its own; q5 is the items' sum, or the readings' mean). Before the report's marks "
