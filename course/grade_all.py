@@ -588,11 +588,18 @@ SHEET = ("file", "reader", *REPORT_ITEMS, "note")
 BAND_EDGES = (5.5, 4.0, 2.5)
 
 
-def report_sheet(out: Path, name: str, files: list[str]) -> list[dict]:
+#: The note of a report sheet's row filled with zeros for a notebook with no report in it.
+NO_REPORT = "no report in the notebook: 0 entered (replace the zeros if it came another way)"
+
+
+def report_sheet(
+    out: Path, name: str, files: list[str], no_report: set[str] | frozenset[str] = frozenset()
+) -> list[dict]:
     """``out/report-marks-NAME.csv``, the report's marking sheet (:data:`SHEET`): a row per reading,
     each item of the rubric in its own column. A file graded now without a row gets one (reader 1,
-    items empty); the rows already there, a second reader's included, are kept as they are. Returns
-    its rows."""
+    items empty; for a file of ``no_report``, whose notebook holds no report, every item 0, with the
+    note :data:`NO_REPORT`); the rows already there, a second reader's included, are kept as they
+    are. Returns its rows."""
     path = out / f"report-marks-{name}.csv"
     rows: list[dict] = []
     sep = delimiter(path)
@@ -606,7 +613,12 @@ def report_sheet(out: Path, name: str, files: list[str]) -> list[dict]:
                 )
             rows = [_decimal(row, sep, ".") for row in reader]
     have = {row["file"] for row in rows}
-    rows += [dict.fromkeys(SHEET, "") | {"file": f, "reader": "1"} for f in files if f not in have]
+    for f in files:
+        if f not in have:
+            row = dict.fromkeys(SHEET, "") | {"file": f, "reader": "1"}
+            if f in no_report:
+                row |= dict.fromkeys(REPORT_ITEMS, "0") | {"note": NO_REPORT}
+            rows.append(row)
     with path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=SHEET, delimiter=sep)
         writer.writeheader()
@@ -2286,7 +2298,28 @@ def main(argv: list[str] | None = None) -> int:
     entered, report_items, second, report_problems = {}, {}, [], False
     if args.name == REPORT[0]:  # the report, item by item, from its sheet
         args.out.mkdir(parents=True, exist_ok=True)
-        sheet = report_sheet(args.out, args.name, [f.name for f in [*files, *hand_files]])
+        no_report = set()
+        for f in files:  # a notebook with no report: its items are 0, not marks still missing
+            try:
+                if not answered(answers_by_hand(f).get(REPORT[1], [])):
+                    no_report.add(f.name)
+            except (OSError, ValueError, KeyError):  # unreadable: marked by hand, as any other
+                continue
+        sheet_path = args.out / f"report-marks-{args.name}.csv"
+        had = sheet_path.read_text() if sheet_path.exists() else ""
+        sheet = report_sheet(
+            args.out, args.name, [f.name for f in [*files, *hand_files]], no_report
+        )
+        if new_blank := sorted(  # said once, when their rows are written
+            r["file"]
+            for r in sheet
+            if r["file"] in no_report and not re.search(rf"^{re.escape(r['file'])}[,;]", had, re.M)
+        ):
+            print(
+                f"grade_all: no report in {new_blank}: 0 entered for each item of "
+                f"report-marks-{args.name}.csv (replace the zeros if one came another way)",
+                file=sys.stderr,
+            )
         marks, report_items, problems, second = report_marks(sheet)
         entered = report_entries(sheet, marks)
         for problem in problems:

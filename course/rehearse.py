@@ -14,7 +14,8 @@ term asks of a lecturer, printing each command before it runs it:
 * each set graded as after its deadline, ``grade_all.py NAME rehearsal/setN --collate --completion``
   (set 3 with ``--except-question q5``), into ``rehearsal/graded/``;
 * the hand marks that ``--completion`` left empty, entered as a lecturer would after reading the
-  collated answers: full points for ada, half for cleo, none for ben; the report's sheet filled item by
+  collated answers: full points for ada, half for cleo, none for ben; the report's sheet (where ben's
+  blank notebook already has zeros, noted "no report", and ada's report an empty row) filled item by
   item (ada 1 on each of the six items, cleo 0.5, ben 0); then ``--reuse``, which writes the feedback;
 * ``final_grades.py rehearsal/graded --interim`` before the checks are marked, the checks' marks
   entered in ``rehearsal/graded/checks.csv`` (ada 4 and 4, cleo 3 and 2, ben 1 and ``excused``), and
@@ -160,8 +161,11 @@ def enter_hand_marks(graded: Path, name: str) -> int:
     return entered
 
 
+REPORT_SHEET = "report-marks-ps3_regression.csv"
+
+
 def enter_report_marks(graded: Path) -> None:
-    path = graded / "report-marks-ps3_regression.csv"
+    path = graded / REPORT_SHEET
     rows, columns, sep = read_csv(path)
     items = [c for c in columns if c not in ("file", "reader", "note")]
     for row in rows:
@@ -366,6 +370,17 @@ def main(argv=None) -> int:
         entered = enter_hand_marks(graded, name)
         print(f"rehearse: {entered} hand marks entered in grades-{name}.csv, as after reading them")
         if name == "ps3_regression":
+            rows = {Path(r["file"]).stem: r for r in read_csv(graded / REPORT_SHEET)[0]}
+            ben, ada = rows.get("ben", {}), rows.get("ada", {})
+            if not (
+                ben.get("note", "").startswith("no report")
+                and all(ben.get(i) == "0" for i in ("a", "b", "d"))
+                and ada.get("a") == ""
+            ):
+                failed.append(
+                    f"{REPORT_SHEET}: ben's blank notebook should get zeros (no report), ada's "
+                    f"report an empty row to mark; got ben {ben}, ada {ada}"
+                )
             enter_report_marks(graded)
             print("rehearse: the report's six items marked in report-marks-ps3_regression.csv")
         rc = run("grade_all.py", name, out / f"set{n}", "--out", graded, "--reuse")

@@ -1367,6 +1367,32 @@ def test_the_report_is_marked_item_by_item_in_its_sheet(tmp_path, questions):
     assert "talk" not in feedback.read_text()  # the note column stays the graders'
 
 
+def test_a_notebook_with_no_report_gets_zeros_in_the_sheet_not_a_missing_mark(tmp_path):
+    """A set-3 notebook whose report cell is left as handed out (``no_report``: grade_all.main finds
+    no answer there) gets a sheet row of zeros with a note saying so, and q5 = 0, instead of an empty
+    row that keeps the gradebook's total waiting for six zeros typed by hand (r67's lecturer); a row
+    already in the sheet is left as it is, and a notebook with a report still gets an empty row to
+    mark. (The rehearsal checks the same end to end: its blank ben gets the zeros.)"""
+    grade_all = problem_sets.grade_all_module()
+    name = grade_all.REPORT[0]
+    rows = grade_all.report_sheet(tmp_path, name, ["ann.ipynb", "bo.ipynb"], no_report={"bo.ipynb"})
+    by_file = {r["file"]: r for r in rows}
+    assert all(by_file["ann.ipynb"][i] == "" for i in grade_all.REPORT_ITEMS), rows
+    assert all(by_file["bo.ipynb"][i] == "0" for i in grade_all.REPORT_ITEMS), rows
+    assert by_file["bo.ipynb"]["note"] == grade_all.NO_REPORT, rows
+    marks = grade_all.report_marks(rows)[0]
+    assert marks == {"bo.ipynb": "0"}, marks
+    # marked since (a report handed in on paper): a later run keeps the row as it is
+    rows[1].update(dict.fromkeys(grade_all.REPORT_ITEMS, "1"), note="on paper")
+    sheet = tmp_path / f"report-marks-{name}.csv"
+    with sheet.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=grade_all.SHEET)
+        writer.writeheader()
+        writer.writerows(rows)
+    again = grade_all.report_sheet(tmp_path, name, ["ann.ipynb", "bo.ipynb"], {"bo.ipynb"})
+    assert again == rows and grade_all.report_marks(again)[0] == {"bo.ipynb": "6"}, again
+
+
 def test_a_missing_check_mark_leaves_the_other_parts_percentages(tmp_path, questions, capsys):
     """A check not marked yet leaves the course grade empty, but the parts whose marks are all in
     still show their percentages (the sets and the report), as computed by hand."""

@@ -1256,7 +1256,8 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "(`graded/completion-NAME.json` records which marks are the pass's).",
         "- **Set 3's report** (question 5): add `--except-question q5`; its rubric marks it item by "
         "item in `graded/report-marks-ps3_regression.csv` (a row per reading, a second reader's in a "
-        "row of its own; q5 is the items' sum, or the readings' mean). Before the report's marks "
+        "row of its own, a notebook with no report a row of zeros, noted; q5 is the items' sum, or "
+        "the readings' mean). Before the report's marks "
         "stand, talk with each author for five minutes "
         '(`oral-checks.md`, "Five minutes on the report"): an item they cannot explain gets 0 in '
         "every reading's row of the report sheet, with `talk` in its `note` column (which no "
