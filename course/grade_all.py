@@ -40,7 +40,8 @@ a hand mark in the gradebook lies outside its range (:func:`mark_problems`: 1 ty
   the kept results, without running otter again, once the hand marks are in;
 * for set 3, ``OUT/report-marks-ps3_regression.csv``, the report's marking sheet (:func:`report_sheet`):
   a row per reading, the six items of its rubric in columns ``a``, ``b``, ``c1``, ``c2``, ``c3`` and
-  ``d`` (0, 0.5 or 1 each), a second reader's reading in a row of its own. Once a reading's six items
+  ``d`` (0, 0.5 or 1 each), a second reader's reading in a row of its own, a notebook with no report
+  a row of zeros (:data:`NO_REPORT`). Once a reading's six items
   are in, the report's column (``q5``) is their sum, or the readings' mean, replacing what it held
   (:func:`report_marks`); the feedback quotes the items, and a report read once at a band's edge is
   named for a second reading;
