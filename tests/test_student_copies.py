@@ -263,7 +263,7 @@ def test_copies_link_to_the_published_student_edition_by_default():
     pages = re.findall(rf"\]\({re.escape(public)}([^)#]+)", text)
     lesson_links = [p for p in pages if "_" in p]
     assert lesson_links and all(p.startswith(cn.STUDENT_EDITION) for p in pages), pages
-    assert "instructor" not in text and "problem set 2 of its course proves" in text
+    assert "instructor" not in text and "the course's problem set 2 proves" in text
     # a reference without a DOI, an arXiv page or a URL links to the student edition's references
     nb, _ = student_copy(ROOT / "book" / "02_infinite_prompt_limit.ipynb")
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
