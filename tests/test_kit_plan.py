@@ -8,8 +8,9 @@ stay within about two hours (two hours and at most 10 % more: lessons 3 and 4 to
 minutes), and the minutes the plan states must be within 20 % of the count. Each session's class minutes
 add up to 90, with at least 10 minutes of slack, and the plan names the decks, quizzes and problem sets.
 Each deck gets 3 to 4 minutes a slide (the slides of its outline, ``book/slides/NN_name.yml``, after the
-title slide: time to ask for a prediction and discuss it), its run sheet rows show every slide, and each
-of the seven decks has its slot.
+title slide: time to ask for a prediction and discuss it), its run sheet rows show every slide but those
+its outline marks as home reading (``home: true``: read with the lesson, named in the sheet's "Before"),
+and each of the seven decks has its slot.
 """
 
 from __future__ import annotations
@@ -108,23 +109,54 @@ def test_each_deck_gets_3_to_4_minutes_a_slide():
             deck = re.match(r"Deck (\d)\b", what)
             if deck:
                 minutes[int(deck[1])] += m
-            for n, a, b in re.findall(r"deck (\d), slides? (\d+)(?: to (\d+))?", opened):
-                shown[int(n)] |= set(range(int(a), int(b or a) + 1))  # the exercises' rows too
+            # "deck 3, slides 1 to 3 and 5 to 8", "deck 5, slides 1 to 6, 8 and 9": the exercises' rows too
+            for n, ranges in re.findall(r"deck (\d), slides? (\d+(?:(?: to|,| and) \d+)*)", opened):
+                for a, b in re.findall(r"(\d+)(?: to (\d+))?", ranges):
+                    shown[int(n)] |= set(range(int(a), int(b or a) + 1))
     last = len(stems)
     assert sorted(minutes) == list(range(1, last + 1)), sorted(minutes)
     for n in range(1, last):
-        outline = ROOT / "book" / "slides" / f"{stems[n - 1]}.yml"
-        slides = len(yaml.safe_load(outline.read_text())["slides"])
-        assert shown[n] == set(range(1, slides + 1)), (
-            f"deck {n}: the run sheets show slides {sorted(shown[n])}, the outline has {slides}"
+        outline = yaml.safe_load((ROOT / "book" / "slides" / f"{stems[n - 1]}.yml").read_text())
+        home = {k for k, slide in enumerate(outline["slides"], 1) if slide.get("home")}
+        expected = set(range(1, len(outline["slides"]) + 1)) - home
+        assert shown[n] == expected, (
+            f"deck {n}: the run sheets show slides {sorted(shown[n])}; its outline has "
+            f"{len(outline['slides'])}, of which {sorted(home)} are home reading (`home: true`)"
         )
-        low, high = (m * slides for m in MINUTES_PER_SLIDE)
+        low, high = (m * len(expected) for m in MINUTES_PER_SLIDE)
         assert low <= minutes[n] <= high, (
-            f"deck {n}: {minutes[n]} minutes for {slides} slides; 3 to 4 a slide is {low}-{high}"
+            f"deck {n}: {minutes[n]} minutes for {len(expected)} slides shown; 3 to 4 a slide is "
+            f"{low}-{high}"
         )
     assert any(
         what.startswith(f"Deck {last}: its open questions") for _, _, what, _ in run_sheets()[-1]
     ), f"the last session does not show deck {last}'s open questions"
+
+
+def test_home_reading_slides_are_named_where_students_read_them():
+    """A slide the 90-minute plan steps past (``home: true`` in its outline) is read at home: the "Before"
+    of its session's run sheet names it, by its title or, for a figure, by its deck's figures, and
+    its notes say so first (tools/slides.py). Only sessions 2 and 3, the full ones, have such slides."""
+    stems = [md.stem for md in lessons(ROOT)]
+    sheets = sheet_texts()
+    found = 0
+    for n, stem in enumerate(stems, 1):
+        outline = yaml.safe_load((ROOT / "book" / "slides" / f"{stem}.yml").read_text())
+        for k, slide in enumerate(outline["slides"], 1):
+            if not slide.get("home"):
+                continue
+            found += 1
+            session = next(s for s, read in SESSIONS.items() if stem in read)
+            assert session in (2, 3), (stem, k, session)
+            before = sheets[session - 1].split("**Before.**", 1)[1].split("\n\n", 1)[0]
+            named = f'"{slide["title"]}"' in before or (
+                "figure" in slide and f"deck {n}'s two figures" in before
+            )
+            assert named, (
+                f"deck {n}, slide {k} ({slide['title']!r}) is home reading, but run sheet {session}'s "
+                f"'Before' does not name it: {before!r}"
+            )
+    assert found, "no slide is home reading; then say so on the run sheets' 'How the minutes were set'"
 
 
 def test_each_run_sheet_is_a_clock_of_90_minutes():

@@ -168,6 +168,22 @@ def test_the_builder_draws_the_lesson_s_own_items(tmp_path, monkeypatch):
     assert re.search(notes, page)
 
 
+def test_a_home_reading_slide_says_so_first_in_its_notes(tmp_path, monkeypatch):
+    """A slide the 90-minute plan steps past (``home: true``) stays in the deck; its notes open by saying
+    that the run sheet steps past it and that students read it in the lesson (tests/test_kit_plan.py
+    checks that the sheet's "Before" names it); the other slides say nothing of the kind."""
+    stage = _mini_stage(tmp_path)
+    monkeypatch.setattr(slides, "OUTLINES", tmp_path / "outlines")
+    _outline(tmp_path, [{"prf": "lem-x", "notes": "say it"}, {"prf": "lem-x", "home": True}])
+    deck = slides.build_deck("99_small", stage, 9, write=False)
+    assert deck["slides"] == 3, deck["slides"]
+    first, second = _section(deck["html"], 1), _section(deck["html"], 2)
+    assert "Home reading" not in first, first
+    notes = second.split('<aside class="notes">', 1)[1]
+    assert notes.startswith("<p><strong>Home reading in the 90-minute plan.</strong>"), notes[:120]
+    assert "read it in lesson 9." in notes, notes
+
+
 def _section(page: str, n: int) -> str:
     """The ``n``-th slide (1: the first after the title slide) of a deck's HTML."""
     return page.split("<section")[n + 1].split("</section>")[0]
@@ -345,6 +361,7 @@ def test_printed_numbers_and_exercises_worded_for_the_room(tmp_path, monkeypatch
         ({"exercises": "ex-missing"}, "no exercise block 'ex-missing'"),
         ({"section": "Nowhere"}, "no section '## Nowhere'"),
         ({"title": "x", "colour": "red"}, "unknown items ['colour']"),
+        ({"title": "x", "home": "yes"}, "`home` is `true` or left out, got 'yes'"),
     ],
 )
 def test_the_builder_fails_loudly_on_what_the_lesson_does_not_have(

@@ -38,6 +38,9 @@ Outline format (YAML)::
         section: Summary                            # the markdown of a `## ` section of the lesson
         notes: |                                    # presenter notes (speaker view only)
           ...
+        home: true                                  # optional: the 90-minute plan steps past this
+                                                    # slide (students read it in the lesson); said
+                                                    # first in its notes
 
 The items of a slide are drawn in the order they are written; ``notes`` are never drawn, and a
 ``check``'s printed lines join the notes ("What the lesson measured"): a lecture slide holds a
@@ -88,7 +91,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from build_book import ROOT, chapter_title, lessons
 
 OUTLINES = ROOT / "book" / "slides"
-ITEMS = tuple("title text prf figure caption check exercises section notes".split())
+ITEMS = tuple("title text prf figure caption check exercises section notes home".split())
 MAX_CHECK_LINES = 6  # the notes show at most this many printed lines of a check
 FIT_FLOOR = 70  # percent: the smallest type a slide is shrunk to so that it fits its frame
 MIN_FIGURE = 300  # pixels: the smallest height a figure is shrunk to, to leave room
@@ -567,6 +570,13 @@ def _render_slide(lesson: Lesson, r: Renderer, slide: dict, where: str, rel: str
     parts, files, classes, extra_notes, lead_notes = [], {}, [], [], []
     if "caption" in slide and "figure" not in slide:
         raise OutlineError(f"{where}: `caption` is the short caption of a `figure`")
+    if "home" in slide:
+        if slide["home"] is not True:
+            raise OutlineError(f"{where}: `home` is `true` or left out, got {slide['home']!r}")
+        lead_notes.append(
+            f"**Home reading in the 90-minute plan.** The run sheet steps past this slide: students "
+            f"read it in lesson {lesson.number}. Show it if the session runs ahead."
+        )
     # On a figure slide the figure is a fragment (it appears on a key press, once the
     # room has predicted it), with reveal.js's fragment index 0.
     index = ' data-fragment-index="0"'
@@ -652,7 +662,7 @@ def _render_slide(lesson: Lesson, r: Renderer, slide: dict, where: str, rel: str
             parts.append(
                 f'<div class="section">{r.block(section_markdown(lesson, str(value), where))}</div>'
             )
-        elif key in ("notes", "caption"):
+        elif key in ("notes", "caption", "home"):
             continue
     if not parts:
         raise OutlineError(
