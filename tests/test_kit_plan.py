@@ -156,7 +156,9 @@ def test_home_reading_slides_are_named_where_students_read_them():
                 f"deck {n}, slide {k} ({slide['title']!r}) is home reading, but run sheet {session}'s "
                 f"'Before' does not name it: {before!r}"
             )
-    assert found, "no slide is home reading; then say so on the run sheets' 'How the minutes were set'"
+    assert found, (
+        "no slide is home reading; then say so on the run sheets' 'How the minutes were set'"
+    )
 
 
 def test_each_run_sheet_is_a_clock_of_90_minutes():
