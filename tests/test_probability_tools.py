@@ -189,3 +189,32 @@ def test_the_net_count():
     far = np.min(np.linalg.norm(grid[:, None, :] - net_a[None], axis=2), axis=1).max()
     assert far <= eps, far
     assert "(1 + 4r_\\infty/\\varepsilon)^{n}" in PAGE  # the page's ball has radius 2 r_inf
+
+
+LAB3 = (Path(__file__).resolve().parents[1] / "book" / "labs" / "03_concentration.md").read_text()
+
+
+@pytest.mark.parametrize("D", [1, 3])
+@pytest.mark.parametrize("L", [2, 50, 10**4])
+def test_lab_3_s_proof_exercise_tail_integral(D, L):
+    """Lab 3's D-dimensional proof: with P(G > t) <= min(1, L 2^{D/2} e^{-t^2/(4 sigma^2)}), the tail
+    integral of 4 t^3 is 16 sigma^4 (l^2 + 2 l + 2), l = ln L + D/2 ln 2 (quad, not the algebra)."""
+    assert (
+        "16\\,\\sigma^4(\\ell^2 + 2\\ell + 2)" in LAB3
+        and "\\ell = \\ln L + \\frac D2\\ln 2" in LAB3
+    )
+    sigma = 1.4
+    ell = math.log(L) + D / 2 * math.log(2)
+    t0 = 2 * sigma * math.sqrt(ell)
+    tail = lambda t: min(1.0, L * 2 ** (D / 2) * math.exp(-(t**2) / (4 * sigma**2)))  # noqa: E731
+    value = integrate.quad(lambda t: 4 * t**3 * tail(t), 0, t0)[0]
+    value += integrate.quad(lambda t: 4 * t**3 * tail(t), t0, np.inf)[0]
+    assert value == pytest.approx(16 * sigma**4 * (ell**2 + 2 * ell + 2), rel=1e-8)
+
+
+def test_lab_3_s_proof_exercise_query_average():
+    """E_z e^{z^T M z} = det(I - 2M)^{-1/2} for z ~ N(0, I_2) and 2 lambda_max(M) < 1 (quadrature)."""
+    assert "\\det(I - 2M)^{-1/2}" in LAB3
+    M = np.array([[0.2, 0.05], [0.05, 0.1]])
+    value = gauss_mean(lambda p: math.exp(p @ M @ p), dim=2)
+    assert value == pytest.approx(np.linalg.det(np.eye(2) - 2 * M) ** -0.5, rel=1e-8)
