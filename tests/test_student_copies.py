@@ -60,7 +60,7 @@ def test_a_student_copy_holds_no_myst_no_answer_key_and_no_solution(md):
         )
     # exercises numbered as on the site, one title per exercise of the source
     n_exercises = len(re.findall(r"^(`{3,}|:{3,})\{exercise\}", markdown(source), re.M))
-    numbers = re.findall(r"\*\*Exercise (\d+(?:\.\d+)*)\*\*", markdown(nb))
+    numbers = re.findall(r"\*\*Exercise (L?\d+(?:\.\d+)*)\*\*", markdown(nb))  # labs: L3.1
     assert len(numbers) == n_exercises, (md.stem, numbers)
     if is_lesson(md):
         chapter = {n.split(".")[0] for n in numbers}
