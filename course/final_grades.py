@@ -602,6 +602,13 @@ def _grades(args, ap, folder: Path, out: Path) -> int:
                 "no report mark, no check mark)",
                 file=sys.stderr,
             )
+        elif float(row["course_percent"]) == 0:  # blank sets, say: right, but never silent
+            print(
+                f"final_grades: {student}: 0 on every part counted"
+                + (" so far" if args.interim else "")
+                + ": check that their work was handed in, and graded from the right files",
+                file=sys.stderr,
+            )
         rows.append(row)
     if args.letters:
         for row in rows:

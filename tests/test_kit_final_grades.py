@@ -143,6 +143,20 @@ def test_a_pure_copier_keeps_the_share_of_the_grade_the_guide_states(tmp_path, q
     )
 
 
+def test_a_course_grade_of_zero_is_named(tmp_path, questions, capsys):
+    """r69's lecturer: a student whose blank sets were graded got 0.0 with no word. Right, but a zero
+    on every part is more often a notebook graded from the wrong file: it is named, final and interim;
+    a student with one point anywhere is not."""
+    for name, qs in questions.items():
+        _gradebook(tmp_path, name, qs, {"eve": _full(qs, 0.0), "fay": _full(qs, 0.5)})
+    _checks(tmp_path, [["eve", 0, 0], ["fay", 0, 0]])
+    for interim in ([], ["--interim"]):
+        final_grades.main([str(tmp_path), *interim])
+        err = capsys.readouterr().err
+        assert "eve: 0 on every part counted" in err, (interim, err)
+        assert "fay: 0 on every part" not in err, (interim, err)
+
+
 def test_other_weights_change_the_course_grade_as_computed_by_hand(tmp_path, questions, capsys):
     """--weights SETS,REPORT,CHECKS (percent, summing to 100) replaces the default 30,40,30; anything
     else is refused, naming the argument and what it expects."""

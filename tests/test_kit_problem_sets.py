@@ -186,6 +186,63 @@ def test_each_public_check_uses_only_its_own_question():
                 assert not used, (name, q, used)
 
 
+def test_a_variant_whose_solution_fails_its_tests_leaves_nothing_and_says_why(
+    tmp_path, monkeypatch, capsys
+):
+    """r69's lecturer: a seed whose solution failed its own hidden test crashed with a traceback and
+    left a half-written variant folder. The builder now stops with status 1, removes the folder it
+    created and names the set, the seed and otter's message (no otter run here: ``build`` raises as
+    otter assign does)."""
+    out = tmp_path / "variant-123"
+
+    def failing(name, out_dir, **kwargs):
+        (out_dir / name).mkdir(parents=True)  # a half-written set, as otter assign leaves one
+        raise RuntimeError("Some autograder tests failed in the autograder notebook:\n q2 - 4")
+
+    monkeypatch.setattr(problem_sets, "build", failing)
+    assert problem_sets.main(["--variant", "123", "--out", str(out)]) == 1
+    assert not out.exists(), sorted(out.rglob("*"))
+    err = capsys.readouterr().err
+    for said in (
+        "ps1_measures for the seed 123",
+        "Some autograder tests failed",
+        "Nothing was written",
+    ):
+        assert said in err, err
+
+
+def test_set_1_and_2_hidden_references_are_exact_for_every_tilt_of_many_seeds():
+    """The hidden tests of set 1's question 2 and set 2's question 1 compare an answer with a
+    reference computed by quadrature. r69's lecturer found a seed (73918264) whose tilt near lambda
+    made that quadrature 4e-6 off, failing the exact solution at a 1e-8 tolerance. The references
+    now integrate in y = (lambda - a) x; here they are run, as the sources write them, at the tilts
+    of 200 seeds and that one, against the Gamma law's closed forms, to 1e-11."""
+    import re as _re
+
+    def reference(name: str, seed: int) -> tuple[dict, str]:
+        values = problem_sets.parameters(seed)[name]
+        source = (ROOT / "course" / "problem_sets" / f"{name}.md").read_text()
+        block = source.split("from scipy.integrate import quad as _quad\n", 1)[1].split(
+            "\n# 1e-5", 1
+        )[0]
+        code = _re.sub(r"\{\{(\w+)\}\}", lambda m: repr(values[m[1]]), block)
+        scope: dict = {"math": math}
+        exec("from scipy.integrate import quad as _quad\n" + code, scope)
+        return values, scope["_ref"]
+
+    for seed in [*range(200), 73918264]:
+        v, ref = reference("ps1_measures", seed)
+        k, lam = v["shape"], v["lam"]
+        for a in v["q2_tilts"]:
+            assert abs(ref(a) / (k / (lam - a)) - 1) < 1e-11, (seed, a)
+        v, ref = reference("ps2_concentration", seed)
+        k, lam = v["shape"], v["lam"]
+        for a in v["q1_tilts"]:
+            c = lam - 2 * a
+            exact = ((lam - a) ** 2 / (lam * c)) ** k * (k / c**2 + (k / c - k / (lam - a)) ** 2)
+            assert abs(ref(a) / exact - 1) < 1e-11, (seed, a)
+
+
 def test_a_variant_draws_the_rate_from_a_continuous_range():
     rates = [problem_sets.parameters(s)["ps1_measures"]["lam"] for s in range(200)]
     lo, hi = problem_sets.RATES
@@ -324,7 +381,7 @@ def test_a_variant_asks_set_1_question_2_about_another_law_of_the_family(seed):
     assert k in (2, 3), k
     text = problem_sets.source("ps1_measures", seed)
     assert f"the Gamma law of shape $k = {k}$" in text and "the exponential law of rate" not in text
-    assert f"k, lam = {k}, " in text and f"x**({k} - 1)" in text
+    assert f"k, lam = {k}, " in text and f"y**({k} - 1)" in text  # the hidden reference
     assert r"\mathrm{Gamma}(k, \lambda - a)" in text and f"here with $k = {k}$" in text
     namespace = {"math": math}
     exec(re.search(r"def tilted_limit\(a\):\n(?:    .*\n)+", text)[0], namespace)

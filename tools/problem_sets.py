@@ -1619,8 +1619,23 @@ def main(argv=None) -> int:
                 f"{checkout_commit(ROOT)[:12]}",
                 file=sys.stderr,
             )
+    fresh = not out.exists()
     for name in names:
-        result = build(name, out, variant=args.variant)
+        try:
+            result = build(name, out, variant=args.variant)
+        except RuntimeError as exc:  # otter's run of the set's tests on its own solution failed
+            seed = "" if args.variant is None else f" for the seed {args.variant}"
+            if fresh:  # no half-written folder is left behind
+                shutil.rmtree(out, ignore_errors=True)
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            print(
+                f"problem_sets: {name}{seed}: the solution fails its own tests, so the set is not "
+                f"built ({first[:300]}).{' Nothing was written.' if fresh else ''} This is a fault "
+                "of the kit, not of your seed: please report it with the seed; another seed builds "
+                "meanwhile.",
+                file=sys.stderr,
+            )
+            return 1
         print(
             f"problem_sets: {name} -> {result.relative_to(ROOT) if result.is_relative_to(ROOT) else result}"
         )
