@@ -1293,7 +1293,9 @@ def readme(names: list[str], out: Path = OUT, variant: int | None = None) -> Non
         "--variant SEED` in this folder, with step 1's installs. It writes `variant-SEED/`, laid out "
         "like this folder (student versions, autograders, rubrics, README, and a written check drawn "
         "from the same seed), without the repository; hand out its student versions and grade with its "
-        "`grade_all.py`. About a minute (otter runs each set's tests on its solution).",
+        "`grade_all.py`. About a minute (otter runs each set's tests on its solution; should a seed's "
+        "solution fail them, the command says so, writes nothing and exits with status 1: report the "
+        "seed and pick another).",
         *written_check_lines(out, variant),
         "## What students get",
         "",
